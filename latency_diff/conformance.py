@@ -1,0 +1,271 @@
+"""The conformance checker: is this server's answer to ab's request the reference response?
+
+It sends the exact bytes that `ab -k` sends (HTTP/1.0, Connection: Keep-Alive) over one
+connection, one request at a time, and checks: status 200; exactly the reference's header names;
+its constant header values; body HelloWorld; Connection: keep-alive and the connection kept open;
+the same length every time and within 8 bytes of the dummy's; a valid Date near the local clock
+that changes from one second to the next; and nothing sent beyond each response. The test suite
+and the driver both use it (DESIGN.md section 2).
+
+Usage: python3 -m latency_diff.conformance SERVER [SERVER ...]   (starts each one, checks it, stops it)
+       python3 -m latency_diff.conformance --port P [--name NAME] (checks a server already running)
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.utils
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import KIT_ROOT
+
+REFERENCE_FILE = KIT_ROOT / "common/src/main/resources/org/latencydiff/reference-response.txt"
+#: How far a server's response length may be from the dummy's (issue: "within 8 bytes").
+LENGTH_TOLERANCE = 8
+#: Headers whose value the checker compares with the reference (the others are live or per server).
+LIVE_HEADERS = {"date", "server"}
+SOCKET_TIMEOUT_S = 5.0
+
+
+def ab_request(host: str, port: int) -> bytes:
+    """The exact request bytes of `ab -k` 2.3 (captured from ab itself)."""
+    return (f"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\nHost: {host}:{port}\r\n"
+            "User-Agent: ApacheBench/2.3\r\nAccept: */*\r\n\r\n").encode("ascii")
+
+
+@dataclass(frozen=True)
+class Reference:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    @property
+    def names(self) -> list[str]:
+        return [n.lower() for n, _ in self.headers]
+
+    def value(self, name: str) -> str:
+        return next(v for n, v in self.headers if n.lower() == name.lower())
+
+
+def load_reference(path: Path = REFERENCE_FILE) -> Reference:
+    """Reads the one definition of the reference response (shared with the Java servers)."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    status = int(lines[0].split(" ")[1])
+    blank = lines.index("")
+    headers = [tuple(line.split(": ", 1)) for line in lines[1:blank]]
+    body = "\n".join(lines[blank + 1:]).rstrip().encode("utf-8")
+    return Reference(status, headers, body)  # type: ignore[arg-type]
+
+
+@dataclass
+class Response:
+    raw: bytes
+    status_line: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    @property
+    def status(self) -> int:
+        parts = self.status_line.split(" ")
+        return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else -1
+
+    def get(self, name: str) -> list[str]:
+        return [v for n, v in self.headers if n.lower() == name.lower()]
+
+
+class ProtocolError(Exception):
+    pass
+
+
+class _Reader:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.buf = b""
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ProtocolError("the server closed the connection")
+        self.buf += chunk
+
+    def response(self) -> Response:
+        while b"\r\n\r\n" not in self.buf:
+            if len(self.buf) > 65536:
+                raise ProtocolError("no end of headers in the first 64 KiB")
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        headers = []
+        for line in lines[1:]:
+            if ":" not in line:
+                raise ProtocolError(f"malformed header line {line!r}")
+            name, value = line.split(":", 1)
+            headers.append((name.strip(), value.strip()))
+        lengths = [v for n, v in headers if n.lower() == "content-length"]
+        if len(lengths) != 1 or not lengths[0].isdigit():
+            raise ProtocolError(f"needs exactly one numeric Content-Length, got {lengths}")
+        n = int(lengths[0])
+        while len(self.buf) < n:
+            self._fill()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return Response(head + b"\r\n\r\n" + body, lines[0], headers, body)
+
+
+@dataclass
+class Result:
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    response_bytes: int | None = None
+    raw: bytes = b""
+
+    def summary(self) -> str:
+        return "conformant" if self.ok else "; ".join(self.problems)
+
+
+def _check_one(r: Response, ref: Reference, name: str | None) -> list[str]:
+    problems = []
+    if not r.status_line.startswith("HTTP/1."):
+        problems.append(f"status line {r.status_line!r} is not HTTP/1.x")
+    if r.status != ref.status:
+        problems.append(f"status {r.status}, expected {ref.status}")
+    got = [n.lower() for n, _ in r.headers]
+    missing = [n for n in ref.names if n not in got]
+    extra = [n for n in got if n not in ref.names]
+    dupes = sorted({n for n in got if got.count(n) > 1})
+    if missing:
+        problems.append(f"missing header(s): {', '.join(missing)}")
+    if extra:
+        problems.append(f"header(s) not in the reference: {', '.join(extra)}")
+    if dupes:
+        problems.append(f"header(s) sent twice: {', '.join(dupes)}")
+    for n, v in ref.headers:
+        if n.lower() in LIVE_HEADERS or n.lower() in missing:
+            continue
+        values = r.get(n)
+        if values and values[0].lower() != v.lower():
+            problems.append(f"{n}: {values[0]!r}, expected {v!r}")
+    if name is not None and r.get("Server") and r.get("Server")[0] != name:
+        problems.append(f"Server: {r.get('Server')[0]!r}, expected {name!r} (another server on the port?)")
+    if r.body != ref.body:
+        problems.append(f"body {r.body[:40]!r}, expected {ref.body!r}")
+    for date in r.get("Date")[:1]:
+        parsed = email.utils.parsedate_to_datetime(date) if _is_imf_fixdate(date) else None
+        if parsed is None:
+            problems.append(f"Date {date!r} is not an IMF-fixdate")
+        elif abs(parsed.timestamp() - time.time()) > 5:
+            problems.append(f"Date {date!r} is not within 5 s of this machine's clock")
+    return problems
+
+
+def _is_imf_fixdate(value: str) -> bool:
+    # e.g. "Mon, 28 Jul 2014 05:27:28 GMT": 29 characters, two-digit day, GMT.
+    return len(value) == 29 and value.endswith(" GMT") and value[3:5] == ", "
+
+
+def check(port: int, host: str = "127.0.0.1", *, name: str | None = None, reference_length: int | None = None,
+          requests: int = 5, check_date_change: bool = True) -> Result:
+    """Checks the server on host:port. Never raises for a misbehaving server: problems are in the result."""
+    ref = load_reference()
+    request = ab_request(host, port)
+    problems: list[str] = []
+    responses: list[Response] = []
+    try:
+        with socket.create_connection((host, port), timeout=SOCKET_TIMEOUT_S) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            reader = _Reader(sock)
+            for i in range(requests):
+                sock.sendall(request)
+                try:
+                    responses.append(reader.response())
+                except ProtocolError as e:
+                    what = "keep-alive not honoured: " if i > 0 and "closed" in str(e) else ""
+                    problems.append(f"response {i + 1}: {what}{e}")
+                    break
+            if len(responses) == requests and check_date_change:
+                first = responses[0].get("Date")
+                time.sleep(1.1 - (time.time() % 1.0) + 0.05 if time.time() % 1.0 > 0.05 else 1.05)
+                sock.sendall(request)
+                try:
+                    later = reader.response()
+                    responses.append(later)
+                    if first and later.get("Date") == first:
+                        problems.append(f"Date did not change after more than a second ({first[0]!r}): not live")
+                except ProtocolError as e:
+                    problems.append(f"after a pause: {e}")
+            if responses and not problems:
+                sock.settimeout(0.2)
+                try:
+                    extra = reader.buf or sock.recv(4096)
+                    if extra:
+                        problems.append(f"{len(extra)} unexpected byte(s) after the response: {extra[:40]!r}")
+                except TimeoutError:
+                    pass
+    except OSError as e:
+        problems.append(f"cannot talk to {host}:{port}: {e}")
+    for r in responses:
+        for p in _check_one(r, ref, name):
+            if p not in problems:  # one fault repeated on every response is reported once
+                problems.append(p)
+    lengths = sorted({len(r.raw) for r in responses})
+    if len(lengths) > 1:
+        problems.append(f"response length changed between requests: {lengths}")
+    length = lengths[0] if lengths else None
+    if length is not None and reference_length is not None and abs(length - reference_length) > LENGTH_TOLERANCE:
+        problems.append(f"response is {length} bytes, the dummy's {reference_length}: more than "
+                        f"{LENGTH_TOLERANCE} bytes apart")
+    return Result(ok=not problems, problems=problems, response_bytes=length,
+                  raw=responses[0].raw if responses else b"")
+
+
+def check_servers(names: list[str], *, verbose: bool = True) -> dict[str, Result]:
+    """Starts the dummy (for its length) and each named server on a free port; checks; stops."""
+    from .process import ServerProcess
+    from .servers import discover, select
+    servers = select(discover(), ",".join(names) if names else None)
+    results: dict[str, Result] = {}
+    reference_length: int | None = None
+    with tempfile.TemporaryDirectory(prefix="latency-diff-conformance-") as tmp:
+        for server in servers:
+            with ServerProcess(server, 0, Path(tmp) / f"{server.name}.log") as proc:
+                port = proc.start()
+                result = check(port, name=server.name, reference_length=reference_length)
+            if server.baseline:
+                reference_length = result.response_bytes
+            results[server.name] = result
+            if verbose:
+                print(f"{server.name:14} {result.response_bytes or '-':>5} bytes  {result.summary()}")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("servers", nargs="*", help="servers to start and check (default: all); the dummy always")
+    parser.add_argument("--port", type=int, help="check a server already listening on this port instead")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--name", help="the expected Server header (with --port)")
+    parser.add_argument("--reference-length", type=int, help="the dummy's response length (with --port)")
+    args = parser.parse_args(argv)
+    if args.port is not None:
+        result = check(args.port, args.host, name=args.name, reference_length=args.reference_length)
+        print(f"{result.response_bytes or '-'} bytes: {result.summary()}")
+        if result.raw:
+            print(result.raw.decode("latin-1"))
+        return 0 if result.ok else 1
+    from .process import StartError
+    try:
+        results = check_servers(args.servers)
+    except StartError as e:
+        print(f"conformance: {e}", file=sys.stderr)
+        return 1
+    return 0 if all(r.ok for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

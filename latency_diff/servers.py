@@ -1,0 +1,212 @@
+"""Server discovery: every folder with a server.toml (dummy-server/ and servers/*/) is a module.
+
+This is the one place that knows where servers live. The driver, the tests, the reports and the
+generated Maven reactor all ask it, so adding a server is one new folder.
+
+Usage: python3 -m latency_diff.servers list | reactor
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import KIT_ROOT
+
+THREADING_MODELS = ("event loop", "thread pool", "virtual threads", "blocking")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline"}
+
+
+class ServerError(Exception):
+    """A server.toml that breaks the metadata contract; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    display: str
+    module_dir: Path
+    threading: str
+    notes: str
+    library: str | None = None
+    args: tuple[str, ...] = ()
+    jvm_flags: tuple[str, ...] = ()
+    baseline: bool = False
+    extra: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def module(self) -> str:
+        return self.module_dir.name
+
+    @property
+    def jar(self) -> Path:
+        """The executable jar the module's build produces (fixed name: target/<artifactId>.jar)."""
+        return self.module_dir / "target" / f"{_artifact_id(self.module_dir)}.jar"
+
+    def library_version(self) -> str | None:
+        """The library's version, read from the built jar's lib/ folder (None if not built)."""
+        if self.library is None:
+            return None
+        artifact = self.library.split(":")[1]
+        pattern = re.compile(rf"^{re.escape(artifact)}-(\d[^/]*)\.jar$")
+        lib = self.jar.parent / "lib"
+        if not lib.is_dir():
+            return None
+        for jar in sorted(lib.iterdir()):
+            m = pattern.match(jar.name)
+            if m:
+                return m.group(1)
+        return None
+
+    def command(self, java: str, jvm_flags: list[str], port: int, host: str = "127.0.0.1") -> list[str]:
+        """The command line that starts this server (server contract, DESIGN.md section 1)."""
+        return [java, *jvm_flags, *self.jvm_flags, "-jar", str(self.jar),
+                "--port", str(port), "--host", host, "--name", self.name, *self.args]
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "display": self.display, "module": self.module,
+            "library": self.library, "library_version": self.library_version(),
+            "threading": self.threading, "args": list(self.args), "jvm_flags": list(self.jvm_flags),
+            "baseline": self.baseline, "notes": self.notes,
+        }
+
+
+def _artifact_id(module_dir: Path) -> str:
+    pom = (module_dir / "pom.xml").read_text(encoding="utf-8")
+    # The module's own artifactId is the first one after the </parent> block.
+    after_parent = pom.split("</parent>", 1)[-1]
+    m = re.search(r"<artifactId>([^<]+)</artifactId>", after_parent)
+    if not m:
+        raise ServerError(f"{module_dir / 'pom.xml'}: no artifactId")
+    return m.group(1).strip()
+
+
+def module_dirs(root: Path = KIT_ROOT) -> list[Path]:
+    """The dummy first, then servers/* in name order: every folder with server.toml and pom.xml."""
+    dirs = [root / "dummy-server"] + sorted(p for p in (root / "servers").glob("*") if p.is_dir())
+    return [d for d in dirs if (d / "server.toml").is_file() and (d / "pom.xml").is_file()]
+
+
+def _load(path: Path) -> list[Server]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ServerError(f"{path}: not valid TOML: {e}") from e
+    entries = data.get("server")
+    if not isinstance(entries, list) or not entries:
+        raise ServerError(f"{path}: needs at least one [[server]] table")
+    servers = []
+    for i, entry in enumerate(entries, 1):
+        where = f"{path}: [[server]] #{i}"
+        unknown = set(entry) - _FIELDS
+        if unknown:
+            raise ServerError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        for key in ("name", "display", "threading", "notes"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise ServerError(f"{where}: '{key}' must be a non-empty string")
+        if not _NAME.match(entry["name"]):
+            raise ServerError(f"{where}: name '{entry['name']}' must be lower-case letters, digits, '.', '_', '-'")
+        if entry["threading"] not in THREADING_MODELS:
+            raise ServerError(f"{where}: threading must be one of {', '.join(THREADING_MODELS)}")
+        library = entry.get("library")
+        if library is not None and (not isinstance(library, str) or library.count(":") != 1):
+            raise ServerError(f"{where}: library must be 'group:artifact'")
+        for key in ("args", "jvm_flags"):
+            value = entry.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ServerError(f"{where}: '{key}' must be a list of strings")
+        servers.append(Server(
+            name=entry["name"], display=entry["display"], module_dir=path.parent,
+            threading=entry["threading"], notes=" ".join(entry["notes"].split()), library=library,
+            args=tuple(entry.get("args", [])), jvm_flags=tuple(entry.get("jvm_flags", [])),
+            baseline=bool(entry.get("baseline", False)),
+        ))
+    return servers
+
+
+def discover(root: Path = KIT_ROOT) -> list[Server]:
+    """All servers, the baseline first. Raises ServerError on a broken or duplicate entry."""
+    servers: list[Server] = []
+    for d in module_dirs(root):
+        servers.extend(_load(d / "server.toml"))
+    names = [s.name for s in servers]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ServerError(f"server name(s) used twice: {', '.join(dupes)}")
+    baselines = [s.name for s in servers if s.baseline]
+    if baselines != ["dummy"]:
+        raise ServerError(f"exactly one baseline, 'dummy', expected; found {baselines or 'none'}")
+    return servers
+
+
+def select(servers: list[Server], names: str | None) -> list[Server]:
+    """The servers named in a comma-separated list (None or 'all': every one), the baseline always first."""
+    if names is None or names.strip() in ("", "all"):
+        return servers
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    by_name = {s.name: s for s in servers}
+    unknown = [n for n in wanted if n not in by_name]
+    if unknown:
+        raise ServerError(f"unknown server(s): {', '.join(unknown)}; known: {', '.join(by_name)}")
+    chosen = [s for s in servers if s.name in wanted or s.baseline]
+    return chosen
+
+
+REACTOR_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
+<!-- Generated by latency_diff.servers from the folders present; not checked in. -->
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>org.latencydiff</groupId>
+  <artifactId>latency-diff-reactor</artifactId>
+  <version>1.0.0-SNAPSHOT</version>
+  <packaging>pom</packaging>
+  <modules>
+{modules}
+  </modules>
+</project>
+"""
+
+
+def reactor_pom(reactor_dir: Path, root: Path = KIT_ROOT) -> str:
+    """A Maven aggregator POM (to be written into reactor_dir) listing the parent, common and every module."""
+    dirs = [root, root / "common", *module_dirs(root)]
+    lines = [f"    <module>{_relative(d, reactor_dir)}</module>" for d in dirs]
+    return REACTOR_TEMPLATE.format(modules="\n".join(lines))
+
+
+def _relative(target: Path, start: Path) -> str:
+    import os
+    return os.path.relpath(target, start)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=("list", "names", "reactor"),
+                        help="list: a table of servers; names: one name a line; reactor: write .build/pom.xml")
+    args = parser.parse_args(argv)
+    try:
+        servers = discover()
+        if args.what == "list":
+            for s in servers:
+                print(f"{s.name:14} {s.threading:16} {s.display}")
+        elif args.what == "names":
+            print("\n".join(s.name for s in servers))
+        else:
+            reactor_dir = KIT_ROOT / ".build"
+            reactor_dir.mkdir(exist_ok=True)
+            (reactor_dir / "pom.xml").write_text(reactor_pom(reactor_dir), encoding="utf-8")
+            print(reactor_dir / "pom.xml")
+    except ServerError as e:
+        print(f"servers: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
