@@ -48,9 +48,11 @@ class CommonTest {
     @Test
     void optionsDefaultToLoopback() {
         ServerOptions o = ServerOptions.parse("jdk", "--port", "8080");
-        assertEquals(new ServerOptions("127.0.0.1", 8080, "jdk", false), o);
-        ServerOptions v = ServerOptions.parse("jdk", "--port", "0", "--name", "jdk-vt", "--virtual-threads", "--host", "::1");
-        assertEquals(new ServerOptions("::1", 0, "jdk-vt", true), v);
+        assertEquals(new ServerOptions("127.0.0.1", 8080, "jdk", "", false), o);
+        ServerOptions v = ServerOptions.parse("jdk", "--port", "0", "--name", "jdk-vt", "--virtual-threads", "--host", "::1", "--variant", "nio2");
+        assertEquals(new ServerOptions("::1", 0, "jdk-vt", "nio2", true), v);
+        assertEquals("nio2", v.variantOneOf("nio", "nio2"));
+        assertThrows(IllegalArgumentException.class, () -> v.variantOneOf("nio"));
     }
 
     @Test
@@ -67,7 +69,7 @@ class CommonTest {
 
     @Test
     void bindFailureIsNamedAsABusyPort() {
-        ServerOptions o = new ServerOptions("127.0.0.1", 8080, "x", false);
+        ServerOptions o = new ServerOptions("127.0.0.1", 8080, "x", "", false);
         String msg = Launcher.describe(new RuntimeException(new BindException("Address already in use")), o);
         assertTrue(msg.startsWith("cannot listen on 127.0.0.1:8080"), msg);
         assertFalse(Launcher.describe(new IllegalStateException("boom"), o).contains("port in use"));
