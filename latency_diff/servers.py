@@ -187,8 +187,9 @@ def _relative(target: Path, start: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("list", "names", "reactor"),
-                        help="list: a table of servers; names: one name a line; reactor: write .build/pom.xml")
+    parser.add_argument("what", choices=("list", "names", "jars", "reactor"),
+                        help="list: a table of servers; names: one name a line; jars: the jar of each module; "
+                             "reactor: write .build/pom.xml, the Maven reactor of the folders present")
     args = parser.parse_args(argv)
     try:
         servers = discover()
@@ -197,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{s.name:14} {s.threading:16} {s.display}")
         elif args.what == "names":
             print("\n".join(s.name for s in servers))
+        elif args.what == "jars":
+            print("\n".join(dict.fromkeys(str(s.jar) for s in servers)))
         else:
             reactor_dir = KIT_ROOT / ".build"
             reactor_dir.mkdir(exist_ok=True)

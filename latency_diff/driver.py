@@ -1,0 +1,519 @@
+"""Measures every server with `ab -k -c1` and writes the raw results of one run.
+
+For each trial, each server in turn (the order rotates from trial to trial so that drift on the
+machine hits all alike): start its JVM pinned to the server CPU, wait for READY, check conformance,
+warm up, then one measured ab run pinned to the client CPU, sampling the server's CPU time from
+/proc around it; stop it and make sure the port is free. Each trial is a fresh JVM, so the spread
+across trials includes JVM-to-JVM variation. Everything raw goes into results/<UTC time>/; then
+the analysis renders the table. Every option can also be set by an environment variable
+(LATENCY_DIFF_<OPTION>, e.g. LATENCY_DIFF_TRIALS=3); a command-line flag wins over it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import KIT_ROOT, conformance, envinfo
+from .abparse import AbParseError, parse_file
+from .process import ServerProcess, StartError, java_executable, taskset_prefix
+from .servers import Server, ServerError, discover, select
+
+#: Profiles: (requests per measured run, trials per server, warm-up requests). See README "Profiles".
+PROFILES = {
+    "default": {"requests": 100_000, "trials": 5, "warmup": 30_000},
+    "quick": {"requests": 3_000, "trials": 2, "warmup": 2_000},
+    # The 2014 study: one run of ten million requests per server, no separate warm-up.
+    "original": {"requests": 10_000_000, "trials": 1, "warmup": 0},
+}
+DEFAULT_JVM_FLAGS = "-Xms512m -Xmx512m -XX:+AlwaysPreTouch"
+AB_SOCKET_TIMEOUT_S = 10
+LOCK_FILE = Path(tempfile.gettempdir()) / "latency-diff.lock"
+ENV_PREFIX = "LATENCY_DIFF_"
+
+
+class Interrupted(Exception):
+    """SIGINT, SIGTERM or SIGHUP arrived: stop everything, keep what is finished."""
+
+
+class RunError(Exception):
+    """A problem that stops the run before it measures anything; the message says what to do."""
+
+
+@dataclass
+class Settings:
+    servers: list[Server]
+    profile: str
+    requests: int
+    trials: int
+    warmup: int
+    client_cpu: int | None
+    server_cpu: int | None
+    port: int
+    jvm_flags: list[str]
+    results_dir: Path
+    start_timeout: float
+    allow_concurrent: bool
+    sources: dict[str, str]
+
+    def to_dict(self) -> dict:
+        return {
+            "servers": [s.name for s in self.servers], "profile": self.profile, "requests": self.requests,
+            "trials": self.trials, "warmup": self.warmup, "client_cpu": self.client_cpu,
+            "server_cpu": self.server_cpu, "port": self.port, "jvm_flags": self.jvm_flags,
+            "results_dir": str(self.results_dir), "start_timeout_s": self.start_timeout,
+            "sources": self.sources,
+        }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run-all.sh", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Profiles (requests/trials/warm-up): " + "; ".join(
+            f"{k}: {v['requests']:,}/{v['trials']}/{v['warmup']:,}" for k, v in PROFILES.items()))
+    p.add_argument("--servers", metavar="LIST", help="comma-separated server names (default: all); "
+                   "the dummy baseline is always measured")
+    p.add_argument("--profile", choices=sorted(PROFILES), help="default, quick or original (the study's single "
+                   "10,000,000-request run)")
+    p.add_argument("--quick", action="store_true", help="same as --profile quick: a smoke run of about a minute")
+    p.add_argument("--requests", type=int, metavar="N", help="requests per measured ab run")
+    p.add_argument("--trials", type=int, metavar="N", help="measured runs per server, each in a fresh JVM")
+    p.add_argument("--warmup", type=int, metavar="N", help="requests sent before each measured run (JIT warm-up)")
+    p.add_argument("--client-cpu", metavar="C", help="CPU for ab (default 0; 'none' to not pin)")
+    p.add_argument("--server-cpu", metavar="S", help="CPU for the whole server JVM (default 1; 'none' to not pin)")
+    p.add_argument("--port", type=int, metavar="P", help="port the servers listen on (default 8080)")
+    p.add_argument("--jvm-flags", metavar="FLAGS", help=f"JVM flags for every server (default '{DEFAULT_JVM_FLAGS}')")
+    p.add_argument("--results-dir", metavar="DIR", help="where run directories go (default results/)")
+    p.add_argument("--start-timeout", type=float, metavar="S", help="seconds a server may take to print READY "
+                   "(default 60)")
+    p.add_argument("--allow-concurrent", action="store_true", help="run even if another latency-diff run is going "
+                   "(their timings will disturb each other)")
+    p.add_argument("--list", action="store_true", help="list the servers and exit")
+    return p
+
+
+def _knob(args: argparse.Namespace, name: str, default, sources: dict[str, str], convert=str):
+    cli = getattr(args, name)
+    env_name = ENV_PREFIX + name.upper()
+    if cli not in (None, False):
+        sources[name] = "flag"
+        return cli
+    if os.environ.get(env_name, "") != "":
+        sources[name] = env_name
+        try:
+            return convert(os.environ[env_name])
+        except ValueError as e:
+            raise RunError(f"{env_name}={os.environ[env_name]!r}: {e}") from e
+    sources[name] = "default"
+    return default
+
+
+def _cpu(value: str | int | None) -> int | None:
+    if value is None or str(value).lower() == "none":
+        return None
+    cpu = int(value)
+    if cpu not in os.sched_getaffinity(0):
+        raise RunError(f"CPU {cpu} is not available here (usable: {sorted(os.sched_getaffinity(0))})")
+    return cpu
+
+
+def _positive(value: str | int) -> int:
+    n = int(value)
+    if n < 0:
+        raise ValueError(f"{n} is negative")
+    return n
+
+
+def resolve(args: argparse.Namespace) -> Settings:
+    sources: dict[str, str] = {}
+    profile = "quick" if args.quick else _knob(args, "profile", "default", sources)
+    if args.quick:
+        sources["profile"] = "flag"
+    if profile not in PROFILES:
+        raise RunError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    prof = PROFILES[profile]
+    try:
+        servers = select(discover(), _knob(args, "servers", None, sources))
+    except ServerError as e:
+        raise RunError(str(e)) from e
+    s = Settings(
+        servers=servers, profile=profile,
+        requests=_knob(args, "requests", prof["requests"], sources, _positive),
+        trials=_knob(args, "trials", prof["trials"], sources, _positive),
+        warmup=_knob(args, "warmup", prof["warmup"], sources, _positive),
+        client_cpu=_cpu(_knob(args, "client_cpu", "0", sources)),
+        server_cpu=_cpu(_knob(args, "server_cpu", "1", sources)),
+        port=_knob(args, "port", 8080, sources, int),
+        jvm_flags=shlex.split(_knob(args, "jvm_flags", DEFAULT_JVM_FLAGS, sources)),
+        results_dir=Path(_knob(args, "results_dir", str(KIT_ROOT / "results"), sources)),
+        start_timeout=_knob(args, "start_timeout", 60.0, sources, float),
+        allow_concurrent=bool(_knob(args, "allow_concurrent", False, sources, lambda v: v not in ("0", "false"))),
+        sources=sources,
+    )
+    if s.requests < 1 or s.trials < 1:
+        raise RunError("--requests and --trials must be at least 1")
+    if not 1 <= s.port <= 65535:
+        raise RunError(f"--port {s.port} is not a port number")
+    if s.client_cpu is not None and s.client_cpu == s.server_cpu:
+        raise RunError(f"client and server are both pinned to CPU {s.client_cpu}; give them different CPUs")
+    return s
+
+
+def port_holder(port: int) -> str:
+    """Who listens on the port, if `ss` can tell."""
+    try:
+        out = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.split("users:", 1)[1].strip() if "users:" in out else ""
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_port_free(port: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not port_free(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def new_run_dir(results_dir: Path) -> Path:
+    """results/<UTC timestamp>, created exclusively: an earlier run is never overwritten."""
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunError(f"cannot create the results directory {results_dir}: {e.strerror}") from e
+    if not os.access(results_dir, os.W_OK):
+        raise RunError(f"the results directory {results_dir} is not writable")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for i in range(1, 100):
+        d = results_dir / (stamp if i == 1 else f"{stamp}-{i}")
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            continue
+    raise RunError(f"cannot find a free run directory name under {results_dir}")
+
+
+def cpu_ticks(pid: int) -> tuple[int, int]:
+    """(utime, stime) of the whole process, all threads, in clock ticks, from /proc/<pid>/stat."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5), after pid and comm
+
+
+class Progress:
+    """One line per step; ETA from the time the finished steps took."""
+
+    def __init__(self, total_steps: int):
+        self.total = total_steps
+        self.done = 0
+        self.started = time.monotonic()
+        self.tty = sys.stderr.isatty()
+
+    def eta(self) -> str:
+        if self.done == 0:
+            return "?"
+        left = (time.monotonic() - self.started) / self.done * (self.total - self.done)
+        return f"{int(left // 60)}:{int(left % 60):02d}"
+
+    def say(self, text: str, *, transient: bool = False) -> None:
+        elapsed = time.monotonic() - self.started
+        line = f"[{self.done + 1}/{self.total} {int(elapsed // 60)}:{int(elapsed % 60):02d} elapsed, ~{self.eta()} left] {text}"
+        if transient and self.tty:
+            print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
+        elif not transient:
+            print(("\r\033[K" if self.tty else "") + line, file=sys.stderr, flush=True)
+
+
+class Run:
+    def __init__(self, settings: Settings, run_dir: Path, java: str):
+        self.s = settings
+        self.dir = run_dir
+        self.java = java
+        self.reference_length: int | None = None
+        self.failed: dict[str, str] = {}
+        self.where = {"server": None, "trial": None, "phase": "setup"}
+        self.ab: subprocess.Popen | None = None
+        self.server: ServerProcess | None = None
+        for sub in ("ab", "logs", "responses"):
+            (self.dir / sub).mkdir(exist_ok=True)
+
+    # -- files ---------------------------------------------------------------------------------
+    def write_json(self, name: str, data: dict) -> None:
+        tmp = self.dir / f".{name}.tmp"
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(self.dir / name)
+
+    def record(self, entry: dict) -> None:
+        with (self.dir / "trials.jsonl").open("a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def status(self, status: str, **extra) -> None:
+        self.write_json("run.json", {"format": "latency-diff/run/1", "run_id": self.dir.name, "status": status,
+                                     "settings": self.s.to_dict(), **extra})
+
+    # -- one server, one trial -------------------------------------------------------------------
+    def trial(self, server: Server, trial: int, position: int, progress: Progress) -> None:
+        name = server.name
+        self.where = {"server": name, "trial": trial, "phase": "start"}
+        tag = f"{name} trial {trial}/{self.s.trials}"
+        entry: dict = {"server": name, "trial": trial, "position": position, "requests": self.s.requests,
+                       "warmup": self.s.warmup, "log_file": f"logs/{name}-t{trial}.log"}
+        if name in self.failed:
+            self.record({**entry, "status": "skipped", "reason": f"failed earlier: {self.failed[name]}"})
+            progress.say(f"{tag}: skipped (failed earlier)")
+            return
+        progress.say(f"{tag}: starting")
+        proc = ServerProcess(server, self.s.port, self.dir / entry["log_file"], jvm_flags=self.s.jvm_flags,
+                             cpu=self.s.server_cpu, java=self.java)
+        self.server = proc
+        try:
+            entry["status"], entry["reason"] = "failed", None
+            try:
+                proc.start(self.s.start_timeout)
+            except StartError as e:
+                return self._fail(entry, "start", str(e), progress, tag)
+            entry["pid"] = proc.pid
+            entry["server_affinity"] = sorted(os.sched_getaffinity(proc.pid)) if proc.alive() else None
+            self.where["phase"] = "conformance"
+            result = conformance.check(proc.port, name=name, reference_length=self.reference_length,
+                                       check_date_change=(trial == 1))
+            entry["response_bytes"] = result.response_bytes
+            if trial == 1 and result.raw:
+                (self.dir / "responses" / f"{name}.txt").write_bytes(result.raw)
+            if not result.ok:
+                return self._fail(entry, "conformance", result.summary(), progress, tag)
+            if server.baseline and self.reference_length is None:
+                self.reference_length = result.response_bytes
+            if self.s.warmup:
+                self.where["phase"] = "warmup"
+                progress.say(f"{tag}: warming up ({self.s.warmup:,} requests)")
+                problem = self._ab(self.s.warmup, f"ab/{name}-t{trial}-warmup.txt", result.response_bytes,
+                                   progress, tag, "warm-up")
+                if problem:
+                    return self._fail(entry, "warmup", problem, progress, tag)
+            self.where["phase"] = "measure"
+            before, t0 = cpu_ticks(proc.pid), time.monotonic()
+            entry["ab_file"] = f"ab/{name}-t{trial}.txt"
+            entry["load_before"] = list(os.getloadavg())
+            problem = self._ab(self.s.requests, entry["ab_file"], result.response_bytes, progress, tag, "measuring")
+            if not proc.alive():
+                problem = f"server exited with status {proc.proc.returncode} during the run: {proc.log_tail(5)}"
+            else:
+                after = cpu_ticks(proc.pid)
+                entry["cpu"] = {"clock_ticks_per_s": os.sysconf("SC_CLK_TCK"), "utime_ticks": after[0] - before[0],
+                                "stime_ticks": after[1] - before[1], "wall_s": time.monotonic() - t0}
+            entry["load_after"] = list(os.getloadavg())
+            if problem:
+                return self._fail(entry, "measure", problem, progress, tag)
+            entry["status"] = "measured"
+            run = parse_file(self.dir / entry["ab_file"])
+            progress.say(f"{tag}: {run.rps:,.0f} req/s, round trip {run.rtt_ns / 1000:.2f} us")
+        except (KeyboardInterrupt, Interrupted):
+            entry.update(status="interrupted", phase=self.where["phase"], reason="run interrupted")
+            raise
+        finally:
+            self.where["phase"] = "stop"
+            entry["exit_status"] = proc.stop()
+            self.server = None
+            if not wait_port_free(self.s.port):
+                entry.setdefault("notes", []).append(f"port {self.s.port} still busy 10 s after stopping")
+            if entry.get("status"):
+                self.record(entry)
+            progress.done += 1
+
+    def _fail(self, entry: dict, phase: str, reason: str, progress: Progress, tag: str) -> None:
+        entry.update(status="failed", phase=phase, reason=reason)
+        self.failed[entry["server"]] = f"{phase}: {reason}"
+        progress.say(f"{tag}: FAILED in {phase}: {reason}")
+
+    def _ab(self, requests: int, rel: str, response_bytes: int | None, progress: Progress, tag: str,
+            what: str) -> str | None:
+        """Runs ab; returns why the run does not count, or None."""
+        url = f"http://127.0.0.1:{self.s.port}/"
+        cmd = taskset_prefix(self.s.client_cpu) + ["ab", "-k", "-c1", "-n", str(requests),
+                                                   "-s", str(AB_SOCKET_TIMEOUT_S), url]
+        timeout = 60 + requests / 1000  # 1 ms a request: ~15x the expected round trip
+        out_path = self.dir / rel
+        with out_path.open("w", encoding="utf-8") as out:
+            self.ab = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                       text=True, start_new_session=True)
+            started = time.monotonic()
+            errors: list[str] = []
+
+            def follow() -> None:
+                assert self.ab and self.ab.stderr
+                for line in self.ab.stderr:
+                    if line.startswith("Completed "):
+                        done = int(line.split()[1])
+                        rate = done / max(time.monotonic() - started, 1e-9)
+                        progress.say(f"{tag}: {what} {done * 100 // requests}%, {rate:,.0f} req/s",
+                                     transient=True)
+                    elif not line.startswith("Finished "):
+                        errors.append(line.strip())
+
+            reader = threading.Thread(target=follow, daemon=True)
+            reader.start()
+            try:
+                code = self.ab.wait(timeout)
+            except subprocess.TimeoutExpired:
+                _kill(self.ab)
+                return f"ab did not finish {requests:,} requests within {timeout:.0f} s"
+            finally:
+                reader.join(5)
+                self.ab = None
+        if errors:
+            (out_path.with_suffix(".stderr.txt")).write_text("\n".join(errors) + "\n", encoding="utf-8")
+        if code != 0:
+            return f"ab exited with status {code}: {' / '.join(errors[-3:]) or 'no message'}"
+        try:
+            run = parse_file(out_path)
+        except AbParseError as e:
+            return str(e)
+        problems = run.problems(requests=requests, response_bytes=response_bytes)
+        return "; ".join(problems) or None
+
+    def stop_children(self) -> None:
+        if self.ab is not None:
+            _kill(self.ab)
+        if self.server is not None:
+            self.server.stop(timeout=3)
+
+    # -- the whole run ---------------------------------------------------------------------------
+    def measure(self) -> None:
+        servers = self.s.servers
+        progress = Progress(len(servers) * self.s.trials)
+        for trial in range(1, self.s.trials + 1):
+            # Rotate the order each trial; the dummy goes first in trial 1 (its length is the reference).
+            k = (trial - 1) % len(servers)
+            order = servers[k:] + servers[:k]
+            for position, server in enumerate(order, 1):
+                self.trial(server, trial, position, progress)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _raise_interrupted(signum, _frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def acquire_lock(allow: bool):
+    f = LOCK_FILE.open("a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "unknown"
+        if not allow:
+            f.close()
+            raise RunError(f"another latency-diff run is going (pid {holder}); two runs on one machine disturb "
+                           "each other's timing. Wait for it, or pass --allow-concurrent.") from None
+        return f
+    f.truncate(0)
+    f.write(str(os.getpid()))
+    f.flush()
+    return f
+
+
+def print_settings(s: Settings, run_dir: Path, java: str) -> None:
+    def src(k: str) -> str:
+        return "" if s.sources.get(k, "default") == "default" else f"  ({s.sources[k]})"
+    print(f"latency-diff run {run_dir.name}", file=sys.stderr)
+    rows = [("profile", s.profile, "profile"), ("servers", ",".join(x.name for x in s.servers), "servers"),
+            ("requests", f"{s.requests:,}", "requests"), ("trials", s.trials, "trials"),
+            ("warmup", f"{s.warmup:,}", "warmup"), ("client cpu", s.client_cpu, "client_cpu"),
+            ("server cpu", s.server_cpu, "server_cpu"), ("port", s.port, "port"),
+            ("jvm flags", " ".join(s.jvm_flags), "jvm_flags"), ("java", java, "java"),
+            ("results", run_dir, "results_dir")]
+    for label, value, key in rows:
+        print(f"  {label:11} {value}{src(key)}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.list:
+            for s in discover():
+                print(f"{s.name:14} {s.threading:16} {s.display}")
+            return 0
+        settings = resolve(args)
+        if not port_free(settings.port):
+            holder = port_holder(settings.port)
+            raise RunError(f"port {settings.port} on 127.0.0.1 is already in use"
+                           f"{' by ' + holder if holder else ''}; stop that, or choose another with --port")
+        missing = [str(s.jar.relative_to(KIT_ROOT)) for s in settings.servers if not s.jar.is_file()]
+        if missing:
+            raise RunError(f"jar(s) missing: {', '.join(missing)}; build with scripts/build.sh")
+        lock = acquire_lock(settings.allow_concurrent)
+        run_dir = new_run_dir(settings.results_dir)
+    except RunError as e:
+        print(f"latency-diff: error: {e}", file=sys.stderr)
+        return 2
+    java = java_executable()
+    print_settings(settings, run_dir, java)
+    run = Run(settings, run_dir, java)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupted)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        run.status("running", started_utc=started, pid=os.getpid())
+        env = envinfo.collect(java, settings.to_dict())
+        env["servers"] = [s.to_dict() for s in settings.servers]
+        run.write_json("env.json", env)
+        run.measure()
+    except (KeyboardInterrupt, Interrupted) as e:
+        reason = "interrupted by " + (str(e) if isinstance(e, Interrupted) else "SIGINT")
+        run.stop_children()
+        run.status("incomplete", started_utc=started, reason=reason, stopped_at=run.where,
+                   ended_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        print(f"\nlatency-diff: {reason}; stopped at {run.where}. Finished trials are kept in {run_dir} "
+              "(marked incomplete).", file=sys.stderr)
+        return 130
+    except BaseException as e:
+        run.stop_children()
+        run.status("incomplete", started_utc=started, reason=f"driver error: {e!r}", stopped_at=run.where)
+        raise
+    finally:
+        lock.close()
+    env_end = {"load_average_end": list(os.getloadavg())}
+    run.status("complete", started_utc=started, ended_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               **env_end)
+    print(f"latency-diff: measurements done; raw results in {run_dir}", file=sys.stderr)
+    from . import analyze  # needs the analysis packages (scipy), installed by run-all.sh
+    return analyze.main([str(run_dir)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Statistics of trials: summaries with Student-t 95% intervals, Welch differences, robust outliers.
+
+Each trial is one JVM start with one measured ab run, so the spread includes JVM-to-JVM variation.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+
+from scipy import stats as sps
+
+CONFIDENCE = 0.95
+#: Relative spread (stdev / mean) above which a result is flagged unstable (pyperf uses 10%).
+UNSTABLE_SPREAD = 0.10
+#: Fewer trials than this and the interval is too wide to trust.
+MIN_TRIALS = 3
+#: Modified z-score above which a trial is an outlier (Iglewicz and Hoaglin, 1993,
+#: "How to Detect and Handle Outliers": M_i = 0.6745 (x_i - median) / MAD, outlier if |M_i| > 3.5).
+OUTLIER_Z = 3.5
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mean, spread and 95% interval of n values. Fields that need n >= 2 are None below that."""
+    mean: float
+    median: float
+    stdev: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    n: int
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.ci95_high is None else (self.ci95_high - self.ci95_low) / 2
+
+    @property
+    def rel_spread(self) -> float | None:
+        return None if self.stdev is None or self.mean == 0 else self.stdev / abs(self.mean)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(values: list[float]) -> Summary:
+    if not values:
+        raise ValueError("no values to summarize")
+    n = len(values)
+    mean = statistics.fmean(values)
+    median = statistics.median(values)
+    if n < 2:
+        return Summary(mean, median, None, None, None, n)
+    sd = statistics.stdev(values)
+    half = sps.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n)
+    return Summary(mean, median, sd, mean - half, mean + half, n)
+
+
+def welch_difference(a: list[float], b: list[float]) -> Summary:
+    """mean(a) - mean(b) with a Welch 95% interval: b's (the baseline's) uncertainty is propagated.
+
+    The `stdev` field is the standard error of the difference; `n` is the smaller trial count.
+    """
+    if not a or not b:
+        raise ValueError("both samples need values")
+    diff = statistics.fmean(a) - statistics.fmean(b)
+    median = statistics.median(a) - statistics.median(b)
+    if len(a) < 2 or len(b) < 2:
+        return Summary(diff, median, None, None, None, min(len(a), len(b)))
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return Summary(diff, median, 0.0, diff, diff, min(len(a), len(b)))
+    # Welch-Satterthwaite degrees of freedom.
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    half = sps.t.ppf(0.5 + CONFIDENCE / 2, df) * se
+    return Summary(diff, median, se, diff - half, diff + half, min(len(a), len(b)))
+
+
+def significantly_different(a: list[float], b: list[float]) -> bool | None:
+    """Whether two samples' means differ at 95% (Welch's t-test); None when either has < 2 values."""
+    d = welch_difference(a, b)
+    if d.ci95_low is None:
+        return None
+    return not (d.ci95_low <= 0 <= d.ci95_high)
+
+
+def outliers(values: list[float]) -> list[int]:
+    """Indices of values whose modified z-score exceeds OUTLIER_Z (median absolute deviation)."""
+    if len(values) < 3:
+        return []
+    med = statistics.median(values)
+    mad = statistics.median(abs(v - med) for v in values)
+    if mad == 0:
+        return []
+    return [i for i, v in enumerate(values) if abs(0.6745 * (v - med) / mad) > OUTLIER_Z]

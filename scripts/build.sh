@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds every server jar with the Maven wrapper (finding a JDK 21+ first).
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+  cat <<'USAGE'
+Usage: ./scripts/build.sh [--force] [--test]
+
+Generates the Maven reactor from the module folders present (.build/pom.xml) and builds each
+module's executable jar (target/<module>.jar, dependencies in target/lib/).
+  --force   build even if the jars look up to date
+  --test    also run the Java unit tests (mvn verify)
+USAGE
+}
+
+main() {
+  local goal=package force=""
+  while (($#)); do
+    case "$1" in
+      -h|--help) usage; exit 0 ;;
+      --force) force=force ;;
+      --test) goal=verify ;;
+      *) err "unknown option '$1'"; usage >&2; exit 2 ;;
+    esac
+    shift
+  done
+  find_jdk
+  build_jars "$goal" "$force"
+}
+
+main "$@"

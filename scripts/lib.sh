@@ -1,0 +1,134 @@
+# shellcheck shell=bash
+# Set-up shared by run-all.sh, test.sh and build.sh: find a JDK 21+, ab and Python, create the
+# virtual environment, build the jars. Each check ends in one message that says what to install.
+# Source it; it defines functions only (and KIT_ROOT).
+
+KIT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly KIT_ROOT
+readonly MIN_JAVA=21
+readonly MIN_PYTHON_MINOR=11  # 3.11: tomllib in the standard library
+VENV="${LATENCY_DIFF_VENV:-${KIT_ROOT}/.venv}"
+
+err() { echo "latency-diff: error: $*" >&2; }
+die() { err "$@"; exit 1; }
+info() { echo "latency-diff: $*" >&2; }
+
+# Prints the major version of the java at $1 (8 for 1.8), or nothing.
+java_major() {
+  local v
+  v="$("$1" -version 2>&1 | sed -n 's/.* version "\([0-9][0-9.]*\).*/\1/p' | head -n 1)"
+  [[ -n "$v" ]] || return 0
+  if [[ "$v" == 1.* ]]; then v="${v#1.}"; fi
+  echo "${v%%.*}"
+}
+
+# Sets JAVA_HOME to a JDK >= 21 (java and javac), looking at JAVA_HOME, PATH, then the usual
+# folders, newest first. Exports JAVA_HOME and puts it first on PATH.
+find_jdk() {
+  local candidates=() home major best="" best_major=0 java_on_path
+  [[ -n "${JAVA_HOME:-}" ]] && candidates+=("${JAVA_HOME}")
+  if java_on_path="$(command -v java)"; then
+    candidates+=("$(dirname "$(dirname "$(readlink -f "$java_on_path")")")")
+  fi
+  local d
+  for d in /usr/lib/jvm/* /usr/java/* /opt/java/* /opt/jdk* /opt/*jdk* "${HOME}"/.sdkman/candidates/java/* \
+           "${HOME}"/.jdks/* /Library/Java/JavaVirtualMachines/*/Contents/Home; do
+    [[ -d "$d" ]] && candidates+=("$d")
+  done
+  for home in "${candidates[@]}"; do
+    [[ -x "${home}/bin/java" && -x "${home}/bin/javac" ]] || continue
+    major="$(java_major "${home}/bin/java")"
+    [[ -n "$major" ]] || continue
+    # JAVA_HOME or PATH win when they are new enough; otherwise the newest JDK found.
+    if (( major >= MIN_JAVA )) && [[ "$home" == "${candidates[0]}" ]]; then best="$home"; best_major="$major"; break; fi
+    if (( major > best_major )); then best="$home"; best_major="$major"; fi
+  done
+  if (( best_major < MIN_JAVA )); then
+    die "no JDK ${MIN_JAVA} or newer found (looked at JAVA_HOME, PATH and /usr/lib/jvm, /opt, ~/.sdkman).
+  Install one, e.g. 'sudo apt-get install openjdk-21-jdk' (Ubuntu/Debian 13) or a Temurin JDK 21+,
+  then rerun, or point JAVA_HOME at it."
+  fi
+  export JAVA_HOME="$best"
+  export PATH="${JAVA_HOME}/bin:${PATH}"
+  info "JDK ${best_major} at ${JAVA_HOME}"
+}
+
+# Runs apt-get install for the given packages, as root or through sudo; fails with the command
+# to run by hand when neither works.
+apt_install() {
+  local sudo=()
+  if [[ "$(id -u)" -ne 0 ]]; then
+    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo=(sudo); else return 1; fi
+  fi
+  command -v apt-get >/dev/null || return 1
+  info "installing $* with apt-get"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 \
+    || { "${sudo[@]}" apt-get update -qq >/dev/null 2>&1 \
+         && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; }
+}
+
+ensure_ab() {
+  command -v ab >/dev/null && return 0
+  apt_install apache2-utils && command -v ab >/dev/null && return 0
+  die "ApacheBench (ab) is missing and could not be installed here.
+  Install it with: sudo apt-get install apache2-utils   (Fedora: sudo dnf install httpd-tools)"
+}
+
+ensure_taskset() {
+  command -v taskset >/dev/null && return 0
+  apt_install util-linux && command -v taskset >/dev/null && return 0
+  die "taskset (util-linux) is missing: sudo apt-get install util-linux"
+}
+
+# Creates or updates the virtual environment with requirements.txt; sets PYTHON to its python.
+ensure_venv() {
+  local python3 minor stamp want
+  python3="$(command -v python3)" || die "python3 is missing: sudo apt-get install python3 python3-venv"
+  minor="$("$python3" -c 'import sys; print(sys.version_info[1] if sys.version_info[0] == 3 else 0)')"
+  (( minor >= MIN_PYTHON_MINOR )) || die "python3 is 3.${minor}; the kit needs 3.${MIN_PYTHON_MINOR} or newer"
+  if [[ ! -x "${VENV}/bin/python" ]]; then
+    info "creating the Python virtual environment in ${VENV}"
+    if ! "$python3" -m venv "$VENV" >/dev/null 2>&1; then
+      rm -rf "$VENV"
+      apt_install "python3.${minor}-venv" || apt_install python3-venv \
+        || die "python3 cannot create a virtual environment: sudo apt-get install python3-venv"
+      "$python3" -m venv "$VENV" || die "could not create ${VENV}"
+    fi
+  fi
+  stamp="${VENV}/.requirements.sha256"
+  want="$(sha256sum "${KIT_ROOT}/requirements.txt" | cut -d' ' -f1)"
+  if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+    info "installing the Python packages of requirements.txt"
+    "${VENV}/bin/python" -m pip install -q --disable-pip-version-check -r "${KIT_ROOT}/requirements.txt" \
+      || die "pip could not install requirements.txt (see above); is PyPI reachable?"
+    echo "$want" >"$stamp"
+  fi
+  PYTHON="${VENV}/bin/python"
+  export PYTHON
+}
+
+# Builds the jars with the Maven wrapper when one is missing or older than a source file.
+# $1: the Maven goal, "package" (default) or "verify" (also runs the Java tests, always builds).
+# $2: "force" to build even when the jars look up to date.
+build_jars() {
+  local goal="${1:-package}" force="${2:-}" jars stale="" jar
+  local python="${PYTHON:-python3}"
+  (cd "$KIT_ROOT" && "$python" -m latency_diff.servers reactor >/dev/null) || die "server discovery failed (see above)"
+  mapfile -t jars < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers jars)
+  for jar in "${jars[@]}"; do
+    if [[ ! -f "$jar" ]]; then stale="missing ${jar#"${KIT_ROOT}"/}"; break; fi
+    if [[ -n "$(cd "$KIT_ROOT" && find pom.xml common dummy-server servers -newer "$jar" -type f \
+                 -not -path '*/target/*' -print -quit)" ]]; then
+      stale="sources newer than ${jar#"${KIT_ROOT}"/}"; break
+    fi
+  done
+  if [[ "$goal" == package && -z "$stale" && "$force" != force ]]; then
+    info "jars are up to date"
+    return 0
+  fi
+  info "building with the Maven wrapper (${goal}${stale:+: $stale})"
+  local mvn_args=(-B -q -f .build/pom.xml "$goal")
+  [[ "$goal" == package ]] && mvn_args+=(-DskipTests)
+  (cd "$KIT_ROOT" && ./mvnw "${mvn_args[@]}") \
+    || die "the Maven build failed (see above)"
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The main job: check and set up the tools, build the jars, measure every server, analyze.
+# All options belong to the driver (latency_diff/driver.py); see --help.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+  cat <<'USAGE'
+Usage: ./scripts/run-all.sh [OPTIONS]
+
+Finds a JDK 21+, ApacheBench and Python 3.11+ (installing ab and the Python packages when it can),
+builds the server jars with the Maven wrapper when they are missing or stale, then measures every
+server with `ab -k -c1` and prints the latency-diff table. Results go to results/<UTC time>/.
+
+Examples:
+  ./scripts/run-all.sh                       # default profile, every server (about 15 minutes)
+  ./scripts/run-all.sh --quick               # smoke run, about a minute
+  ./scripts/run-all.sh --servers undertow,jetty --trials 10
+  ./scripts/run-all.sh --profile original    # the 2014 study's single 10,000,000-request run
+
+USAGE
+}
+
+main() {
+  local arg
+  for arg in "$@"; do
+    if [[ "$arg" == "-h" || "$arg" == "--help" ]]; then
+      usage
+      # The option list comes from the driver itself (standard library only: no set-up needed).
+      (cd "$KIT_ROOT" && python3 -m latency_diff.driver --help | sed -n '/^options:/,$p')
+      exit 0
+    fi
+  done
+  cd "$KIT_ROOT"
+  find_jdk
+  ensure_ab
+  ensure_taskset
+  ensure_venv
+  build_jars package
+  exec "$PYTHON" -m latency_diff.driver "$@"
+}
+
+main "$@"
