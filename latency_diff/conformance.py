@@ -181,11 +181,12 @@ def check(port: int, host: str = "127.0.0.1", *, name: str | None = None, refere
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             reader = _Reader(sock)
             for i in range(requests):
-                sock.sendall(request)
                 try:
+                    sock.sendall(request)
                     responses.append(reader.response())
-                except ProtocolError as e:
-                    what = "keep-alive not honoured: " if i > 0 and "closed" in str(e) else ""
+                except (ProtocolError, ConnectionError) as e:
+                    closed = isinstance(e, ConnectionError) or "closed" in str(e)
+                    what = "keep-alive not honoured: " if i > 0 and closed else ""
                     problems.append(f"response {i + 1}: {what}{e}")
                     break
             if len(responses) == requests and check_date_change:
@@ -197,8 +198,8 @@ def check(port: int, host: str = "127.0.0.1", *, name: str | None = None, refere
                     responses.append(later)
                     if first and later.get("Date") == first:
                         problems.append(f"Date did not change after more than a second ({first[0]!r}): not live")
-                except ProtocolError as e:
-                    problems.append(f"after a pause: {e}")
+                except (ProtocolError, ConnectionError) as e:
+                    problems.append(f"after a pause of a second: {e}")
             if responses and not problems:
                 sock.settimeout(0.2)
                 try:

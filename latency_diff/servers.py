@@ -12,14 +12,14 @@ import argparse
 import re
 import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import KIT_ROOT
 
 THREADING_MODELS = ("event loop", "thread pool", "virtual threads", "blocking")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline"}
+_FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline", "nonconformant"}
 
 
 class ServerError(Exception):
@@ -37,7 +37,8 @@ class Server:
     args: tuple[str, ...] = ()
     jvm_flags: tuple[str, ...] = ()
     baseline: bool = False
-    extra: dict = field(default_factory=dict, compare=False, repr=False)
+    #: Why this library cannot give ab the reference response (it is still tried, and reported invalid).
+    nonconformant: str | None = None
 
     @property
     def module(self) -> str:
@@ -73,7 +74,7 @@ class Server:
             "name": self.name, "display": self.display, "module": self.module,
             "library": self.library, "library_version": self.library_version(),
             "threading": self.threading, "args": list(self.args), "jvm_flags": list(self.jvm_flags),
-            "baseline": self.baseline, "notes": self.notes,
+            "baseline": self.baseline, "notes": self.notes, "nonconformant": self.nonconformant,
         }
 
 
@@ -114,6 +115,9 @@ def _load(path: Path) -> list[Server]:
             raise ServerError(f"{where}: name '{entry['name']}' must be lower-case letters, digits, '.', '_', '-'")
         if entry["threading"] not in THREADING_MODELS:
             raise ServerError(f"{where}: threading must be one of {', '.join(THREADING_MODELS)}")
+        gap = entry.get("nonconformant")
+        if gap is not None and (not isinstance(gap, str) or not gap.strip()):
+            raise ServerError(f"{where}: 'nonconformant' must say why, as a non-empty string")
         library = entry.get("library")
         if library is not None and (not isinstance(library, str) or library.count(":") != 1):
             raise ServerError(f"{where}: library must be 'group:artifact'")
@@ -126,6 +130,7 @@ def _load(path: Path) -> list[Server]:
             threading=entry["threading"], notes=" ".join(entry["notes"].split()), library=library,
             args=tuple(entry.get("args", [])), jvm_flags=tuple(entry.get("jvm_flags", [])),
             baseline=bool(entry.get("baseline", False)),
+            nonconformant=" ".join(gap.split()) if gap else None,
         ))
     return servers
 

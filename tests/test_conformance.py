@@ -1,0 +1,125 @@
+"""The conformance checker against every server (the server contract), and against faulty servers."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from latency_diff import conformance
+from latency_diff.process import ServerProcess, java_executable
+from latency_diff.servers import discover
+
+SERVERS = discover()
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def dummy_length(tmp_path_factory) -> int:
+    dummy = SERVERS[0]
+    with ServerProcess(dummy, 0, tmp_path_factory.mktemp("dummy") / "log") as p:
+        result = conformance.check(p.start(), name="dummy")
+    assert result.ok, result.summary()
+    return result.response_bytes
+
+
+def _expect_conformant(s):
+    """A server whose metadata declares a known gap must fail the check (strict): a fixed library is noticed."""
+    marks = [pytest.mark.xfail(strict=True, reason=s.nonconformant)] if s.nonconformant else []
+    return pytest.param(s, marks=marks, id=s.name)
+
+
+@pytest.mark.parametrize("server", [_expect_conformant(s) for s in SERVERS])
+def test_server_is_conformant_and_listens_on_loopback_only(server, dummy_length, tmp_path):
+    assert server.jar.is_file(), f"{server.jar} is missing: build with scripts/build.sh"
+    with ServerProcess(server, 0, tmp_path / "log") as p:
+        port = p.start(timeout=60)
+        result = conformance.check(port, name=server.name, reference_length=dummy_length)
+        listening = subprocess.run(["ss", "-Htln", f"sport = :{port}"], capture_output=True, text=True).stdout
+    assert result.ok, f"{server.name}: {result.summary()}"
+    # A Java socket bound to 127.0.0.1 may be listed in its IPv4-mapped form [::ffff:127.0.0.1].
+    addresses = {line.split()[3].rsplit(":", 1)[0].removeprefix("[::ffff:").rstrip("]")
+                 for line in listening.splitlines() if line.strip()}
+    assert addresses == {"127.0.0.1"}, f"{server.name} listens on {addresses}, not only 127.0.0.1"
+
+
+@pytest.mark.parametrize("server", SERVERS, ids=[s.name for s in SERVERS])
+def test_busy_port_is_one_clear_line_and_a_failure(server):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        proc = subprocess.run(server.command(java_executable(), [], port), capture_output=True, text=True,
+                              timeout=60)
+    assert proc.returncode != 0
+    assert "READY" not in proc.stdout
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr, proc.stderr
+    assert len([line for line in proc.stderr.splitlines() if server.name + ":" in line]) == 1
+
+
+def test_bad_argument_is_a_usage_error():
+    dummy = SERVERS[0]
+    proc = subprocess.run([java_executable(), "-jar", str(dummy.jar), "--port", "x"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("dummy: --port must be a number")
+
+
+def test_dummy_answers_split_and_pipelined_requests_once_each(tmp_path):
+    dummy = SERVERS[0]
+    req = conformance.ab_request("127.0.0.1", 80)
+    with ServerProcess(dummy, 0, tmp_path / "log") as p:
+        port = p.start()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            for i in range(len(req)):  # one byte at a time
+                s.sendall(req[i:i + 1])
+            s.sendall(req * 3)  # three in one write
+            reader = conformance._Reader(s)
+            responses = [reader.response() for _ in range(4)]
+            s.settimeout(0.3)
+            with pytest.raises(TimeoutError):
+                s.recv(1)
+    assert [r.status for r in responses] == [200] * 4
+
+
+@pytest.fixture
+def misbehaving():
+    procs = []
+
+    def start(mode: str) -> int:
+        p = subprocess.Popen([sys.executable, str(ROOT / "tests" / "misbehaving.py"), mode, "0"],
+                             stdout=subprocess.PIPE, text=True)
+        procs.append(p)
+        return int(p.stdout.readline().split()[2])
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("mode, problem", [
+    ("alternate-length", "response length changed between requests"),
+    ("status-500", "status 500, expected 200"),
+    ("close-after-3", "response 4: keep-alive not honoured: "),
+    ("no-keepalive", "Connection: 'close', expected 'keep-alive'"),
+    ("extra-header", "header(s) not in the reference: x-powered-by"),
+    ("stale-date", "is not within 5 s of this machine's clock"),
+    ("wrong-server", "Server: 'other', expected 'misbehaving'"),
+])
+def test_checker_catches_each_fault(misbehaving, mode, problem):
+    result = conformance.check(misbehaving(mode), name="misbehaving", check_date_change=False)
+    assert not result.ok
+    assert any(problem in p for p in result.problems), result.problems
+
+
+def test_checker_passes_a_correct_server_and_checks_length_against_the_dummy(misbehaving):
+    port = misbehaving("ok")
+    ok = conformance.check(port, name="misbehaving")
+    assert ok.ok, ok.problems
+    far = conformance.check(port, name="misbehaving", reference_length=ok.response_bytes - 9,
+                            check_date_change=False)
+    assert far.problems == [f"response is {ok.response_bytes} bytes, the dummy's {ok.response_bytes - 9}: "
+                            "more than 8 bytes apart"]

@@ -1,0 +1,47 @@
+import math
+
+import pytest
+
+from latency_diff import stats
+
+
+def test_summary_of_known_values():
+    s = stats.summarize([10.0, 12.0, 11.0, 13.0, 9.0])
+    assert (s.mean, s.median, s.n) == (11.0, 11.0, 5)
+    assert s.stdev == pytest.approx(math.sqrt(2.5))
+    # t(0.975, 4) = 2.7764451051977987
+    half = 2.7764451051977987 * math.sqrt(2.5) / math.sqrt(5)
+    assert (s.ci95_low, s.ci95_high) == (pytest.approx(11 - half), pytest.approx(11 + half))
+    assert s.rel_spread == pytest.approx(math.sqrt(2.5) / 11)
+
+
+def test_one_value_has_no_interval():
+    s = stats.summarize([5.0])
+    assert (s.mean, s.stdev, s.ci95_low, s.ci95_high, s.n) == (5.0, None, None, None, 1)
+    with pytest.raises(ValueError):
+        stats.summarize([])
+
+
+def test_welch_difference_propagates_both_uncertainties():
+    a, b = [20.0, 22.0, 21.0], [10.0, 10.5, 9.5, 10.0]
+    d = stats.welch_difference(a, b)
+    va, vb = 1.0 / 3, (1 / 6) / 4
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 3)
+    from scipy.stats import t
+    assert d.mean == pytest.approx(11.0)
+    assert d.stdev == pytest.approx(se)
+    assert d.ci95_high - d.mean == pytest.approx(t.ppf(0.975, df) * se)
+    assert d.n == 3
+
+
+def test_significance():
+    assert stats.significantly_different([10.0, 10.1, 9.9], [20.0, 20.1, 19.9]) is True
+    assert stats.significantly_different([10.0, 11.0, 9.0], [10.2, 11.2, 9.2]) is False
+    assert stats.significantly_different([10.0], [20.0, 21.0]) is None
+
+
+def test_outliers_by_median_absolute_deviation():
+    assert stats.outliers([100.0, 101.0, 99.0, 100.5, 130.0]) == [4]
+    assert stats.outliers([100.0, 101.0, 99.0, 100.5, 102.0]) == []
+    assert stats.outliers([1.0, 50.0]) == []  # too few to judge
