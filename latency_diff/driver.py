@@ -242,7 +242,8 @@ class Progress:
 
     def say(self, text: str, *, transient: bool = False) -> None:
         elapsed = time.monotonic() - self.started
-        line = f"[{self.done + 1}/{self.total} {int(elapsed // 60)}:{int(elapsed % 60):02d} elapsed, ~{self.eta()} left] {text}"
+        line = (f"[{self.done + 1}/{self.total} {int(elapsed // 60)}:{int(elapsed % 60):02d} elapsed, "
+                f"~{self.eta()} left] {text}")
         if transient and self.tty:
             print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
         elif not transient:

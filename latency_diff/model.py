@@ -219,7 +219,7 @@ def _evaluate(r: RunResult) -> None:
             elif s.valid:
                 s.diff = stats.welch_difference(s.rtts, base.rtts)
     ranked = r.ranked
-    for prev, cur in zip(ranked, ranked[1:]):
+    for prev, cur in zip(ranked, ranked[1:], strict=False):
         different = stats.significantly_different(cur.rtts, prev.rtts)
         cur.differs_from_previous = different
     if r.status != "complete":

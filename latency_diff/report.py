@@ -47,7 +47,8 @@ def rows(r: RunResult) -> list[list[str]]:
         diff = _us(s.diff.mean) if s.diff else "-"
         if s.differs_from_previous is False:
             diff += f" {NOT_SIGNIFICANT}"
-        out.append([s.name, s.threading, _pm(s.rtt), diff, "baseline" if s.baseline else _ci(s.diff), _us(s.cpu.mean if s.cpu else None),
+        ci = "baseline" if s.baseline else _ci(s.diff)
+        out.append([s.name, s.threading, _pm(s.rtt), diff, ci, _us(s.cpu.mean if s.cpu else None),
                     f"{s.bytes_per_response:.0f}", f"{s.rps.mean:,.0f}", str(s.rtt.n)])
     return out
 
@@ -55,8 +56,9 @@ def rows(r: RunResult) -> list[list[str]]:
 def headline(r: RunResult) -> str:
     st = r.settings
     jdk = r.env.get("jdk", {}).get("java.runtime.version") or r.env.get("jdk", {}).get("java.version") or "?"
-    return (f"latency-diff run {r.run_id} ({r.status}): {st.get('trials')} trial(s) x {st.get('requests'):,} "
-            f"requests per server, profile {st.get('profile')}; ab on CPU {st.get('client_cpu')}, "
+    return (f"latency-diff run {r.run_id} ({r.status}): {st.get('trials')} trial(s) x "
+            f"{st.get('requests'):,} requests per server, profile {st.get('profile')}; "
+            f"ab on CPU {st.get('client_cpu')}, "
             f"server on CPU {st.get('server_cpu')}; JDK {jdk}; {r.env.get('cpu_model') or 'unknown CPU'}")
 
 
@@ -66,7 +68,8 @@ def table(r: RunResult) -> str:
     right = {2, 3, 4, 5, 6, 7, 8}
 
     def line(cells):
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        cols = enumerate(zip(cells, widths, strict=True))
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in cols)
 
     out = [headline(r), "", line(COLUMNS), line(["-" * w for w in widths])]
     out += [line(row) for row in body]
@@ -139,7 +142,7 @@ def markdown_table(r: RunResult) -> str:
     cols = ("server", "version", "threading", "round trip [us]", "diff [us]", "diff 95% CI [us]", "CPU/req [us]",
             "bytes", "req/s", "trials")
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if i < 3 else "---:" for i in range(len(cols))) + "|"]
-    for s, row in zip(r.ranked, rows(r)):
+    for s, row in zip(r.ranked, rows(r), strict=True):
         cells = [row[0], _version(s), *row[1:]]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)

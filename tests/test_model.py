@@ -75,7 +75,8 @@ def test_broken_run_directories_are_clear_errors(tmp_path, damage, message):
 
 
 def test_outputs_carry_the_required_fields(tmp_path):
-    run = make_run(tmp_path, {"dummy": [("valid-dummy.txt", "1+1")] * 3, "undertow": [("valid-undertow.txt", "2+1")] * 3},
+    run = make_run(tmp_path, {"dummy": [("valid-dummy.txt", "1+1")] * 3,
+                              "undertow": [("valid-undertow.txt", "2+1")] * 3},
                    response_bytes={"dummy": 296, "undertow": 299})
     assert analyze.main([str(run), "--quiet"]) == 0
     summary = json.loads((run / "summary.json").read_text())

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The one test command: sets up what it needs, then Java tests, lint, and pytest (unit, conformance
+# of every server, end to end). Ends with one PASSED or FAILED line.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+  cat <<'USAGE'
+Usage: ./scripts/test.sh [PYTEST ARGS...]
+
+Finds a JDK 21+, ab and Python 3.11+ (installing what it can), builds every module and runs the
+Java unit tests (Maven wrapper), lints the Python and shell code, then runs pytest: the ab parser
+and statistics on captured outputs, the conformance checker against every server, and end-to-end
+runs of run-all.sh (--quick). Extra arguments go to pytest, e.g. -k conformance.
+USAGE
+}
+
+main() {
+  if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then usage; exit 0; fi
+  cd "$KIT_ROOT"
+  local status=0
+  find_jdk
+  ensure_ab
+  ensure_taskset
+  ensure_venv
+  build_jars verify
+  info "lint: ruff"
+  "${VENV}/bin/ruff" check latency_diff tests scripts/analyze.py || status=1
+  if command -v shellcheck >/dev/null; then
+    info "lint: shellcheck"
+    shellcheck scripts/*.sh .ci/run || status=1
+  else
+    info "lint: shellcheck not installed, skipped (sudo apt-get install shellcheck)"
+  fi
+  info "pytest"
+  "$PYTHON" -m pytest -q -p no:cacheprovider tests "$@" || status=1
+  if ((status == 0)); then
+    echo "latency-diff tests: PASSED"
+  else
+    echo "latency-diff tests: FAILED"
+  fi
+  return "$status"
+}
+
+main "$@"

@@ -1,0 +1,108 @@
+"""End to end: the real run-all.sh, its exit codes, its files, and what an interruption leaves behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from latency_diff.servers import discover
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_ALL = ROOT / "scripts" / "run-all.sh"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_all(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([str(RUN_ALL), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def kit_processes(port: int) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", f"--port {port}"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+def test_quick_run_measures_every_server(tmp_path):
+    port = free_port()
+    proc = run_all("--quick", "--results-dir", str(tmp_path), "--port", str(port))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    for name in ("run.json", "env.json", "trials.jsonl", "summary.json", "summary.csv", "report.md"):
+        assert (run_dir / name).is_file(), name
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "complete"
+    by_name = {s["name"]: s for s in summary["servers"]}
+    for server in discover():
+        s = by_name[server.name]
+        if server.nonconformant:
+            assert not s["valid"] and "conformance" in s["reason"], s
+        else:
+            assert s["valid"], f"{server.name}: {s['reason']}"
+            assert s["rtt_ns"]["n"] == 2 and s["rtt_ns"]["mean"] > 0
+            assert (run_dir / "responses" / f"{server.name}.txt").stat().st_size > 0
+            assert s["server_cpu_ns_per_request"]["mean"] >= 0
+    env = summary["env"]
+    assert env["settings"]["client_cpu"] == 0 and env["settings"]["server_cpu"] == 1
+    assert env["jdk"]["java.version"] and env["ab"].startswith("This is ApacheBench")
+    assert "dummy" in proc.stdout and "diff [us]" in proc.stdout
+    assert kit_processes(port) == []
+
+
+def test_unknown_server_is_a_clear_error():
+    proc = run_all("--servers", "nope", "--port", str(free_port()))
+    assert proc.returncode == 2
+    assert "unknown server(s): nope" in proc.stderr
+
+
+def test_busy_port_stops_before_anything_runs(tmp_path):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        proc = run_all("--quick", "--port", str(port), "--results-dir", str(tmp_path))
+    assert proc.returncode == 2
+    assert f"port {port} on 127.0.0.1 is already in use" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_needs_no_setup():
+    proc = run_all("--help", timeout=60)
+    assert proc.returncode == 0
+    assert "--servers LIST" in proc.stdout and "--profile" in proc.stdout
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, sig):
+    port = free_port()
+    proc = subprocess.Popen([str(RUN_ALL), "--servers", "undertow", "--requests", "2000000", "--trials", "1",
+                             "--warmup", "0", "--results-dir", str(tmp_path), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    # Wait until the first measured run is under way (its ab file exists), then interrupt.
+    while not list(tmp_path.glob("*/ab/dummy-t1.txt")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run did not start measuring"
+        time.sleep(0.2)
+    time.sleep(1)
+    os.kill(proc.pid, sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Finished trials are kept" in err
+    time.sleep(0.5)
+    assert kit_processes(port) == []
+    (run_dir,) = list(tmp_path.iterdir())
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "incomplete"
+    assert run["stopped_at"]["server"] == "dummy" and run["stopped_at"]["phase"] == "measure"
+    assert run["reason"] == f"interrupted by {sig.name}"
