@@ -258,6 +258,7 @@ class Run:
         self.reference_length: int | None = None
         self.failed: dict[str, str] = {}
         self.where = {"server": None, "trial": None, "phase": "setup"}
+        self.stopped_at: dict | None = None
         self.ab: subprocess.Popen | None = None
         self.server: ServerProcess | None = None
         for sub in ("ab", "logs", "responses"):
@@ -337,6 +338,7 @@ class Run:
             run = parse_file(self.dir / entry["ab_file"])
             progress.say(f"{tag}: {run.rps:,.0f} req/s, round trip {run.rtt_ns / 1000:.2f} us")
         except (KeyboardInterrupt, Interrupted):
+            self.stopped_at = dict(self.where)  # before `finally` moves on to the stop phase
             entry.update(status="interrupted", phase=self.where["phase"], reason="run interrupted")
             raise
         finally:
@@ -497,10 +499,12 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, Interrupted) as e:
         reason = "interrupted by " + (str(e) if isinstance(e, Interrupted) else "SIGINT")
         run.stop_children()
-        run.status("incomplete", started_utc=started, reason=reason, stopped_at=run.where,
+        where = run.stopped_at or run.where
+        run.status("incomplete", started_utc=started, reason=reason, stopped_at=where,
                    ended_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        print(f"\nlatency-diff: {reason}; stopped at {run.where}. Finished trials are kept in {run_dir} "
-              "(marked incomplete).", file=sys.stderr)
+        print(f"\nlatency-diff: {reason} during {where['phase']} of {where['server'] or '-'} trial "
+              f"{where['trial'] or '-'}. Finished trials are kept in {run_dir} (marked incomplete); "
+              f"analyze them with scripts/analyze.py {run_dir}", file=sys.stderr)
         return 130
     except BaseException as e:
         run.stop_children()
