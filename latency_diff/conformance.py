@@ -30,6 +30,8 @@ LENGTH_TOLERANCE = 8
 #: Headers whose value the checker compares with the reference (the others are live or per server).
 LIVE_HEADERS = {"date", "server"}
 SOCKET_TIMEOUT_S = 5.0
+#: How far behind the clock a cached Date may lag and still count as live.
+DATE_CACHE_LAG_S = 0.8
 
 
 def ab_request(host: str, port: int) -> bytes:
@@ -191,7 +193,10 @@ def check(port: int, host: str = "127.0.0.1", *, name: str | None = None, refere
                     break
             if len(responses) == requests and check_date_change:
                 first = responses[0].get("Date")
-                time.sleep(1.1 - (time.time() % 1.0) + 0.05 if time.time() % 1.0 > 0.05 else 1.05)
+                # A Date that may be cached but changes at least once a second can lag the clock by up to a
+                # second's fraction (one library refreshes it every 750 ms): wait until 0.8 s past the next
+                # second boundary, so that any such cache has moved on.
+                time.sleep(1.0 - (time.time() % 1.0) + DATE_CACHE_LAG_S)
                 sock.sendall(request)
                 try:
                     later = reader.response()

@@ -50,6 +50,7 @@ find_jdk() {
   fi
   export JAVA_HOME="$best"
   export PATH="${JAVA_HOME}/bin:${PATH}"
+  JAVA_MAJOR="$best_major"
   info "JDK ${best_major} at ${JAVA_HOME}"
 }
 
@@ -128,6 +129,11 @@ build_jars() {
   fi
   info "building with the Maven wrapper (${goal}${stale:+: $stale})"
   local mvn_args=(-B -q -f .build/pom.xml "$goal")
+  # Maven 3.9's Guice calls sun.misc.Unsafe, which JDK 24+ warns about on every build; JDK 23+ takes
+  # this option to allow it quietly (older JDKs do not know it, and do not warn).
+  if (( ${JAVA_MAJOR:-0} >= 23 )); then
+    export MAVEN_OPTS="${MAVEN_OPTS:+${MAVEN_OPTS} }--sun-misc-unsafe-memory-access=allow"
+  fi
   [[ "$goal" == package ]] && mvn_args+=(-DskipTests)
   (cd "$KIT_ROOT" && ./mvnw "${mvn_args[@]}") \
     || die "the Maven build failed (see above)"
