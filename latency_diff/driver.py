@@ -33,7 +33,7 @@ from .servers import Server, ServerError, discover, select
 
 #: Profiles: (requests per measured run, trials per server, warm-up requests). See README "Profiles".
 PROFILES = {
-    "default": {"requests": 100_000, "trials": 5, "warmup": 30_000},
+    "default": {"requests": 100_000, "trials": 5, "warmup": 150_000},
     "quick": {"requests": 3_000, "trials": 2, "warmup": 2_000},
     # The 2014 study: one run of ten million requests per server, no separate warm-up.
     "original": {"requests": 10_000_000, "trials": 1, "warmup": 0},
@@ -91,8 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--requests", type=int, metavar="N", help="requests per measured ab run")
     p.add_argument("--trials", type=int, metavar="N", help="measured runs per server, each in a fresh JVM")
     p.add_argument("--warmup", type=int, metavar="N", help="requests sent before each measured run (JIT warm-up)")
-    p.add_argument("--client-cpu", metavar="C", help="CPU for ab (default 0; 'none' to not pin)")
-    p.add_argument("--server-cpu", metavar="S", help="CPU for the whole server JVM (default 1; 'none' to not pin)")
+    p.add_argument("--client-cpu", metavar="C", help="CPU for ab (default: the first CPU this process may use, "
+                   "0 on most machines; 'none' to not pin)")
+    p.add_argument("--server-cpu", metavar="S", help="CPU for the whole server JVM (default: the second usable "
+                   "CPU, 1 on most machines; 'none' to not pin)")
     p.add_argument("--port", type=int, metavar="P", help="port the servers listen on (default 8080)")
     p.add_argument("--jvm-flags", metavar="FLAGS", help=f"JVM flags for every server (default '{DEFAULT_JVM_FLAGS}')")
     p.add_argument("--results-dir", metavar="DIR", help="where run directories go (default results/)")
@@ -129,6 +131,15 @@ def _cpu(value: str | int | None) -> int | None:
     return cpu
 
 
+def _usable_cpu(index: int) -> str:
+    """The index-th CPU this process may run on (a container's cpuset keeps the host's numbers)."""
+    usable = sorted(os.sched_getaffinity(0))
+    if len(usable) < 2:
+        raise RunError(f"only CPU(s) {usable} usable: client and server need two CPUs; give more, or pass "
+                       "--client-cpu none --server-cpu none (unpinned, noisier)")
+    return str(usable[index])
+
+
 def _positive(value: str | int) -> int:
     n = int(value)
     if n < 0:
@@ -153,8 +164,8 @@ def resolve(args: argparse.Namespace) -> Settings:
         requests=_knob(args, "requests", prof["requests"], sources, _positive),
         trials=_knob(args, "trials", prof["trials"], sources, _positive),
         warmup=_knob(args, "warmup", prof["warmup"], sources, _positive),
-        client_cpu=_cpu(_knob(args, "client_cpu", "0", sources)),
-        server_cpu=_cpu(_knob(args, "server_cpu", "1", sources)),
+        client_cpu=_cpu(_knob(args, "client_cpu", None, sources) or _usable_cpu(0)),
+        server_cpu=_cpu(_knob(args, "server_cpu", None, sources) or _usable_cpu(1)),
         port=_knob(args, "port", 8080, sources, int),
         jvm_flags=shlex.split(_knob(args, "jvm_flags", DEFAULT_JVM_FLAGS, sources)),
         results_dir=Path(_knob(args, "results_dir", str(KIT_ROOT / "results"), sources)),
@@ -506,6 +517,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{where['trial'] or '-'}. Finished trials are kept in {run_dir} (marked incomplete); "
               f"analyze them with scripts/analyze.py {run_dir}", file=sys.stderr)
         return 130
+    except OSError as e:  # a full disk, an unwritable results directory, a missing tool
+        run.stop_children()
+        where = run.stopped_at or run.where
+        try:
+            run.status("incomplete", started_utc=started, reason=f"error: {e}", stopped_at=where)
+        except OSError:
+            pass  # the disk may be what failed; the message below still says what happened
+        print(f"latency-diff: error: {e} (during {where['phase']} of {where['server'] or '-'}); finished trials "
+              f"are kept in {run_dir}", file=sys.stderr)
+        return 1
     except BaseException as e:
         run.stop_children()
         run.status("incomplete", started_utc=started, reason=f"driver error: {e!r}", stopped_at=run.where)

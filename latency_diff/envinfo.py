@@ -36,6 +36,8 @@ def cpu_model() -> str | None:
 
 
 def in_container() -> bool:
+    if os.environ.get("LATENCY_DIFF_IN_CONTAINER") == "1":  # set by the kit's Dockerfile
+        return True
     if Path("/.dockerenv").exists() or Path("/run/.containerenv").exists():
         return True
     cgroup = _read("/proc/1/cgroup") or ""
@@ -46,6 +48,8 @@ def kit_commit() -> dict:
     commit = _run(["git", "-C", str(KIT_ROOT), "rev-parse", "HEAD"])
     dirty = _run(["git", "-C", str(KIT_ROOT), "status", "--porcelain", "--untracked-files=no"])
     ok = commit is not None and len(commit) == 40
+    if not ok and os.environ.get("LATENCY_DIFF_KIT_COMMIT"):  # a container image has no .git
+        return {"commit": os.environ["LATENCY_DIFF_KIT_COMMIT"], "dirty": None, "source": "image build argument"}
     return {"commit": commit if ok else None, "dirty": bool(dirty) if ok else None}
 
 

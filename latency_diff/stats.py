@@ -19,6 +19,9 @@ MIN_TRIALS = 3
 #: Modified z-score above which a trial is an outlier (Iglewicz and Hoaglin, 1993,
 #: "How to Detect and Handle Outliers": M_i = 0.6745 (x_i - median) / MAD, outlier if |M_i| > 3.5).
 OUTLIER_Z = 3.5
+#: ...and only if it is also this far from the median, relatively: with few trials the MAD can be tiny,
+#: and a trial a few percent off is noise, not an event worth a warning.
+OUTLIER_MIN_REL = 0.10
 
 
 @dataclass(frozen=True)
@@ -86,11 +89,13 @@ def significantly_different(a: list[float], b: list[float]) -> bool | None:
 
 
 def outliers(values: list[float]) -> list[int]:
-    """Indices of values whose modified z-score exceeds OUTLIER_Z (median absolute deviation)."""
+    """Indices of values whose modified z-score exceeds OUTLIER_Z (median absolute deviation) and that lie
+    more than OUTLIER_MIN_REL from the median."""
     if len(values) < 3:
         return []
     med = statistics.median(values)
     mad = statistics.median(abs(v - med) for v in values)
     if mad == 0:
         return []
-    return [i for i, v in enumerate(values) if abs(0.6745 * (v - med) / mad) > OUTLIER_Z]
+    return [i for i, v in enumerate(values)
+            if abs(0.6745 * (v - med) / mad) > OUTLIER_Z and abs(v - med) > OUTLIER_MIN_REL * abs(med)]

@@ -45,3 +45,5 @@ def test_outliers_by_median_absolute_deviation():
     assert stats.outliers([100.0, 101.0, 99.0, 100.5, 130.0]) == [4]
     assert stats.outliers([100.0, 101.0, 99.0, 100.5, 102.0]) == []
     assert stats.outliers([1.0, 50.0]) == []  # too few to judge
+    # Statistically far (tiny MAD) but only 4% off the median: noise, not an outlier.
+    assert stats.outliers([100.0, 100.1, 99.9, 100.0, 104.0]) == []
