@@ -30,10 +30,15 @@ find_jdk() {
   if java_on_path="$(command -v java)"; then
     candidates+=("$(dirname "$(dirname "$(readlink -f "$java_on_path")")")")
   fi
-  local d
-  for d in /usr/lib/jvm/* /usr/java/* /opt/java/* /opt/jdk* /opt/*jdk* "${HOME}"/.sdkman/candidates/java/* \
-           "${HOME}"/.jdks/* /Library/Java/JavaVirtualMachines/*/Contents/Home; do
-    [[ -d "$d" ]] && candidates+=("$d")
+  local d root roots
+  # LATENCY_DIFF_JDK_SEARCH: a space-separated list of globs to search instead of the usual folders.
+  read -r -a roots <<<"${LATENCY_DIFF_JDK_SEARCH:-/usr/lib/jvm/* /usr/java/* /opt/java/* /opt/jdk* /opt/*jdk* \
+${HOME}/.sdkman/candidates/java/* ${HOME}/.jdks/* /Library/Java/JavaVirtualMachines/*/Contents/Home}"
+  for root in "${roots[@]}"; do
+    # shellcheck disable=SC2086  # unquoted on purpose: expand the glob
+    for d in $root; do
+      [[ -d "$d" ]] && candidates+=("$d")
+    done
   done
   for home in "${candidates[@]}"; do
     [[ -x "${home}/bin/java" && -x "${home}/bin/javac" ]] || continue
@@ -58,6 +63,8 @@ find_jdk() {
 # to run by hand when neither works.
 apt_install() {
   local sudo=()
+  # LATENCY_DIFF_NO_INSTALL=1: never install, only say what is missing.
+  [[ "${LATENCY_DIFF_NO_INSTALL:-0}" == 1 ]] && return 1
   if [[ "$(id -u)" -ne 0 ]]; then
     if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo=(sudo); else return 1; fi
   fi
@@ -108,33 +115,38 @@ ensure_venv() {
   export PYTHON
 }
 
-# Builds the jars with the Maven wrapper when one is missing or older than a source file.
-# $1: the Maven goal, "package" (default) or "verify" (also runs the Java tests, always builds).
-# $2: "force" to build even when the jars look up to date.
+# Builds the jars with the Maven wrapper when one is missing or a source changed since the last
+# successful build (.build/stamp; Maven leaves an unchanged module's jar as it was, so jar times
+# cannot tell). $1: the Maven goal, "package" (default) or "verify" (also runs the Java tests,
+# always builds). $2: "force" to build even when the jars look up to date.
 build_jars() {
-  local goal="${1:-package}" force="${2:-}" jars stale="" jar
+  local goal="${1:-package}" force="${2:-}" jars stale="" jar stamp="${KIT_ROOT}/.build/stamp"
   local python="${PYTHON:-python3}"
   (cd "$KIT_ROOT" && "$python" -m latency_diff.servers reactor >/dev/null) || die "server discovery failed (see above)"
   mapfile -t jars < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers jars)
   for jar in "${jars[@]}"; do
     if [[ ! -f "$jar" ]]; then stale="missing ${jar#"${KIT_ROOT}"/}"; break; fi
-    if [[ -n "$(cd "$KIT_ROOT" && find pom.xml common dummy-server servers -newer "$jar" -type f \
-                 -not -path '*/target/*' -print -quit)" ]]; then
-      stale="sources newer than ${jar#"${KIT_ROOT}"/}"; break
-    fi
   done
+  if [[ -z "$stale" && ! -f "$stamp" ]]; then stale="no record of a complete build"; fi
+  if [[ -z "$stale" ]] && [[ -n "$(cd "$KIT_ROOT" && find pom.xml common dummy-server servers -newer "$stamp" \
+                                   -type f -not -path '*/target/*' -print -quit)" ]]; then
+    stale="sources changed since the last build"
+  fi
   if [[ "$goal" == package && -z "$stale" && "$force" != force ]]; then
     info "jars are up to date"
     return 0
   fi
   info "building with the Maven wrapper (${goal}${stale:+: $stale})"
   local mvn_args=(-B -q -f .build/pom.xml "$goal")
+  [[ "$goal" == package ]] && mvn_args+=(-DskipTests)
   # Maven 3.9's Guice calls sun.misc.Unsafe, which JDK 24+ warns about on every build; JDK 23+ takes
   # this option to allow it quietly (older JDKs do not know it, and do not warn).
   if (( ${JAVA_MAJOR:-0} >= 23 )); then
     export MAVEN_OPTS="${MAVEN_OPTS:+${MAVEN_OPTS} }--sun-misc-unsafe-memory-access=allow"
   fi
-  [[ "$goal" == package ]] && mvn_args+=(-DskipTests)
+  local started
+  started="$(date +%Y%m%d%H%M.%S)"
   (cd "$KIT_ROOT" && ./mvnw "${mvn_args[@]}") \
     || die "the Maven build failed (see above)"
+  touch -t "$started" "$stamp"  # sources edited during the build still count as changed next time
 }

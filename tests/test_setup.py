@@ -1,0 +1,80 @@
+"""scripts/lib.sh: each missing or too old tool ends in one message that says what to install."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def lib(call: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    base = {"HOME": env.get("HOME", "/nonexistent"), "LATENCY_DIFF_NO_INSTALL": "1"}
+    return subprocess.run(["/bin/bash", "-c", f"source {ROOT}/scripts/lib.sh && {call}"],
+                          env={**base, **env}, capture_output=True, text=True, timeout=60)
+
+
+def fake_jdk(where: Path, version: str) -> Path:
+    (where / "bin").mkdir(parents=True)
+    for tool in ("java", "javac"):
+        exe = where / "bin" / tool
+        exe.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2025-01-01\' >&2\n')
+        exe.chmod(0o755)
+    return where
+
+
+def test_only_an_old_jdk_is_a_clear_error(tmp_path):
+    old = fake_jdk(tmp_path / "jdk17", "17.0.15")
+    proc = lib("find_jdk", {"JAVA_HOME": str(old), "PATH": "/usr/bin:/bin",
+                            "LATENCY_DIFF_JDK_SEARCH": str(tmp_path / "nothing" / "*")})
+    assert proc.returncode == 1
+    assert "no JDK 21 or newer found" in proc.stderr and "openjdk-21-jdk" in proc.stderr
+
+
+def test_a_newer_jdk_wins_over_an_old_default(tmp_path):
+    old = fake_jdk(tmp_path / "jdk17", "17.0.15")
+    fake_jdk(tmp_path / "jvm" / "jdk-21", "21.0.4")
+    fake_jdk(tmp_path / "jvm" / "jdk-22", "22")
+    proc = lib('find_jdk && echo "$JAVA_HOME $JAVA_MAJOR"',
+               {"JAVA_HOME": str(old), "PATH": "/usr/bin:/bin", "LATENCY_DIFF_JDK_SEARCH": str(tmp_path / "jvm" / "*")})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(tmp_path / "jvm" / "jdk-22"), "22"]
+    assert f"JDK 22 at {tmp_path / 'jvm' / 'jdk-22'}" in proc.stderr
+
+
+def test_java_home_is_used_when_new_enough(tmp_path):
+    home = fake_jdk(tmp_path / "mine", "21.0.1")
+    fake_jdk(tmp_path / "jvm" / "jdk-25", "25")
+    proc = lib('find_jdk && echo "$JAVA_HOME"', {"JAVA_HOME": str(home), "PATH": "/usr/bin:/bin",
+                                                 "LATENCY_DIFF_JDK_SEARCH": str(tmp_path / "jvm" / "*")})
+    assert proc.stdout.strip() == str(home)
+
+
+def test_missing_ab_says_which_package(tmp_path):
+    proc = lib("ensure_ab", {"PATH": str(tmp_path)})
+    assert proc.returncode == 1
+    assert "ApacheBench (ab) is missing" in proc.stderr and "sudo apt-get install apache2-utils" in proc.stderr
+
+
+def test_missing_or_old_python(tmp_path):
+    proc = lib("ensure_venv", {"PATH": str(tmp_path)})
+    assert proc.returncode == 1 and "python3 is missing" in proc.stderr
+    py = tmp_path / "python3"
+    py.write_text("#!/bin/sh\necho 9\n")
+    py.chmod(0o755)
+    proc = lib("ensure_venv", {"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert proc.returncode == 1 and "python3 is 3.9; the kit needs 3.11 or newer" in proc.stderr
+
+
+def test_second_run_is_refused_while_one_is_going(tmp_path):
+    import fcntl
+
+    from latency_diff import driver
+    with driver.LOCK_FILE.open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        proc = subprocess.run([str(ROOT / "scripts" / "run-all.sh"), "--quick", "--results-dir", str(tmp_path)],
+                              capture_output=True, text=True, timeout=600, env=os.environ)
+    assert proc.returncode == 2
+    assert "another latency-diff run is going" in proc.stderr and "--allow-concurrent" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
