@@ -1,0 +1,51 @@
+"""Property: any mutation of a real ab output either parses to a sane run or fails with AbParseError."""
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from latency_diff.abparse import AbParseError, AbRun, parse
+
+AB = Path(__file__).parent / "fixtures" / "ab"
+ORIGINALS = [(AB / name).read_text() for name in ("valid-dummy.txt", "valid-undertow.txt", "failed-length.txt",
+                                                  "non-2xx.txt")]
+
+
+@st.composite
+def mutated(draw) -> str:
+    text = draw(st.sampled_from(ORIGINALS))
+    lines = text.splitlines(keepends=True)
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["truncate", "drop", "duplicate", "replace_char", "insert", "swap_digits"]))
+        if not lines:
+            break
+        i = draw(st.integers(0, len(lines) - 1))
+        if op == "truncate":
+            joined = "".join(lines)
+            lines = [joined[: draw(st.integers(0, len(joined)))]]
+        elif op == "drop":
+            del lines[i]
+        elif op == "duplicate":
+            lines.insert(i, lines[i])
+        elif op == "replace_char" and lines[i]:
+            j = draw(st.integers(0, len(lines[i]) - 1))
+            lines[i] = lines[i][:j] + draw(st.characters()) + lines[i][j + 1:]
+        elif op == "insert":
+            lines.insert(i, draw(st.text(max_size=80)) + "\n")
+        elif op == "swap_digits":
+            lines[i] = lines[i].translate(str.maketrans("0123456789", "9876543210"))
+    return "".join(lines)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated())
+def test_mutated_ab_output_parses_sanely_or_fails_cleanly(text):
+    try:
+        run = parse(text, "fuzz.txt")
+    except AbParseError as e:
+        assert str(e).startswith("fuzz.txt: ")
+        return
+    assert isinstance(run, AbRun)
+    assert run.complete > 0 and run.time_taken_s > 0
+    assert run.rtt_ns > 0 and run.failed >= 0 and run.keep_alive >= 0

@@ -1,0 +1,147 @@
+"""Every server under hostile input on loopback; afterwards it must still answer and not leak threads.
+
+Each step is bounded in bytes, connections and time. Thread counts are the server process's OS
+threads (/proc/<pid>/status). A burst of connections makes thread pools grow (Jetty's
+QueuedThreadPool, Tomcat's executor, cached thread pools), and pools retire idle threads slowly
+(Jetty: one per 60 s idle timeout; measured here, it grew 27 -> 86 -> 121 -> 146 -> 149 -> 149
+threads over five bursts, all idle pool threads). So a server passes if its count comes back to
+within THREAD_SLACK of the start, or, if it does not within SETTLE_S, if repeating the burst
+reaches a plateau (a burst that adds at most THREAD_SLACK) within MAX_BURSTS: a pool is bounded
+and reuses its threads, a leak adds about 200 threads every time.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+from latency_diff import conformance
+from latency_diff.process import ServerProcess
+from latency_diff.servers import discover
+
+SERVERS = discover()
+THREAD_SLACK = 16
+SETTLE_S = 20
+MAX_BURSTS = 6
+REQUEST_HTTP11 = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n"
+
+
+def threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError("no Threads line")
+
+
+def connect(port: int, timeout: float = 3.0) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def reset(s: socket.socket) -> None:
+    """Close with RST (SO_LINGER 0): the peer sees a reset, as from a crashed client."""
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+
+
+def drain(s: socket.socket, limit: float = 3.0) -> bytes:
+    """Reads until the server closes, a timeout, or a reset; bounded in time."""
+    data, deadline = b"", time.monotonic() + limit
+    s.settimeout(0.3)
+    while time.monotonic() < deadline:
+        try:
+            chunk = s.recv(65536)
+        except TimeoutError:
+            if data:
+                break
+            continue
+        except ConnectionError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def answers_normally(port: int) -> bytes:
+    """An HTTP/1.1 request on a fresh connection (Helidon refuses HTTP/1.0): 200 and the body."""
+    with connect(port) as s:
+        s.sendall(REQUEST_HTTP11)
+        reader = conformance._Reader(s)
+        r = reader.response()
+    assert r.status == 200 and r.body == b"HelloWorld", r.raw[:200]
+    return r.raw
+
+
+def settle(pid: int, target: int, seconds: float) -> int:
+    """Polls the thread count until it is at most target or the time is up; returns the last count."""
+    deadline, count = time.monotonic() + seconds, threads(pid)
+    while count > target and time.monotonic() < deadline:
+        time.sleep(0.5)
+        count = threads(pid)
+    return count
+
+
+def hostile(port: int) -> None:
+    with connect(port) as s:  # a request one byte at a time
+        for i in range(len(REQUEST_HTTP11)):
+            s.sendall(REQUEST_HTTP11[i:i + 1])
+        assert b"HelloWorld" in drain(s, 2.0)
+    with connect(port) as s:  # three pipelined requests in one write
+        s.sendall(REQUEST_HTTP11 * 3)
+        got = b""
+        deadline = time.monotonic() + 3
+        while got.count(b"HelloWorld") < 3 and time.monotonic() < deadline:
+            got += drain(s, 0.5)
+        assert got.count(b"HelloWorld") == 3, got[:300]
+    with connect(port) as s:  # a 64 KiB request line
+        try:
+            s.sendall(b"GET /" + b"a" * 65536 + b" HTTP/1.0\r\n\r\n")
+        except ConnectionError:
+            pass  # refused mid-send: fine
+        drain(s)
+    with connect(port) as s:  # garbage
+        try:
+            s.sendall(os.urandom(4096) + b"\r\n\r\n")
+        except ConnectionError:
+            pass
+        drain(s)
+    idle = connect(port)  # connects and sends nothing (kept open during the rest)
+    s = connect(port)  # disconnects mid-response: many requests, then a reset without reading
+    s.sendall(REQUEST_HTTP11 * 200)
+    reset(s)
+    dropped = [connect(port) for _ in range(200)]  # 200 connections opened and dropped
+    for c in dropped:
+        reset(c)
+    idle.close()
+
+
+@pytest.mark.parametrize("server", SERVERS, ids=[s.name for s in SERVERS])
+def test_server_survives_hostile_input_without_leaking_threads(server, tmp_path):
+    with ServerProcess(server, 0, tmp_path / "log") as p:
+        port = p.start()
+        answers_normally(port)
+        before = threads(p.pid)
+        hostile(port)
+        time.sleep(0.5)
+        assert p.alive(), f"{server.name} died: {p.log_tail(5)}"
+        answers_normally(port)
+        if not server.nonconformant:
+            result = conformance.check(port, name=server.name, check_date_change=False)
+            assert result.ok, result.summary()
+        after = settle(p.pid, before + THREAD_SLACK, SETTLE_S)
+        history = [before, after]
+        while history[-1] > before + THREAD_SLACK and history[-1] > history[-2] + THREAD_SLACK:
+            # Pool growth or a leak? The same burst again: a pool levels off, a leak keeps growing.
+            assert len(history) <= MAX_BURSTS, f"{server.name}: threads {history}: still growing: a leak"
+            hostile(port)
+            time.sleep(0.5)
+            history.append(settle(p.pid, history[-1] + THREAD_SLACK, 5))
+        assert p.alive(), f"{server.name} died: {p.log_tail(5)}"
+        answers_normally(port)
