@@ -28,6 +28,8 @@ main() {
   build_jars verify
   info "lint: ruff"
   "${VENV}/bin/ruff" check latency_diff tests scripts/analyze.py || status=1
+  info "lint: hadolint"
+  "${VENV}/bin/hadolint" Dockerfile || status=1
   if command -v shellcheck >/dev/null; then
     info "lint: shellcheck"
     shellcheck scripts/*.sh .ci/run || status=1
