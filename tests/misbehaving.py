@@ -2,7 +2,7 @@
 
 Usage: python3 tests/misbehaving.py MODE PORT   (prints READY misbehaving PORT, serves until killed)
 Modes: ok, alternate-length, status-500, close-after-3, extra-header, stale-date, no-keepalive,
-       wrong-server, crash-after-3000
+       wrong-server, crash-after-3000, hang-after-3000
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from latency_diff.conformance import load_reference  # noqa: E402
 
 MODES = ("ok", "alternate-length", "status-500", "close-after-3", "extra-header", "stale-date", "no-keepalive",
-         "wrong-server", "crash-after-3000")
+         "wrong-server", "crash-after-3000", "hang-after-3000")
 
 
 def response(mode: str, count: int, name: str) -> bytes:
@@ -40,7 +40,7 @@ def response(mode: str, count: int, name: str) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
-def serve(conn: socket.socket, mode: str, counter: list[int]) -> None:
+def serve(conn: socket.socket, mode: str, counter: list[int], name: str) -> None:
     buf = b""
     with conn:
         while True:
@@ -53,25 +53,28 @@ def serve(conn: socket.socket, mode: str, counter: list[int]) -> None:
                 counter[0] += 1
                 if mode == "crash-after-3000" and counter[0] > 3000:
                     os._exit(3)
-                conn.sendall(response(mode, counter[0], "misbehaving"))
+                if mode == "hang-after-3000" and counter[0] > 3000:
+                    time.sleep(3600)  # alive, connection open, never answers
+                conn.sendall(response(mode, counter[0], name))
                 if mode == "no-keepalive" or (mode == "close-after-3" and counter[0] >= 3):
                     return
 
 
 def main() -> None:
     mode, port = sys.argv[1], int(sys.argv[2])
+    name = sys.argv[3] if len(sys.argv) > 3 else "misbehaving"
     if mode not in MODES:
         sys.exit(f"unknown mode {mode}; one of {', '.join(MODES)}")
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", port))
     srv.listen(16)
-    print(f"READY misbehaving {srv.getsockname()[1]}", flush=True)
+    print(f"READY {name} {srv.getsockname()[1]}", flush=True)
     counter = [0]
     while True:
         conn, _ = srv.accept()
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=serve, args=(conn, mode, counter), daemon=True).start()
+        threading.Thread(target=serve, args=(conn, mode, counter, name), daemon=True).start()
         time.sleep(0)
 
 

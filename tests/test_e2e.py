@@ -7,12 +7,15 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from latency_diff.servers import discover
+from latency_diff import driver
+from latency_diff.process import java_executable
+from latency_diff.servers import Server, discover
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_ALL = ROOT / "scripts" / "run-all.sh"
@@ -82,19 +85,26 @@ def test_help_needs_no_setup():
     assert "--servers LIST" in proc.stdout and "--profile" in proc.stdout
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, sig):
+@pytest.mark.parametrize("sig, phase, marker", [
+    (signal.SIGINT, "measure", "ab/dummy-t1.txt"),
+    (signal.SIGTERM, "measure", "ab/dummy-t1.txt"),
+    (signal.SIGINT, "warmup", "ab/dummy-t1-warmup.txt"),
+    (signal.SIGTERM, "start", "logs/dummy-t1.log"),
+], ids=["sigint-measure", "sigterm-measure", "sigint-warmup", "sigterm-start"])
+def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, sig, phase, marker):
     port = free_port()
     proc = subprocess.Popen([str(RUN_ALL), "--servers", "undertow", "--requests", "2000000", "--trials", "1",
-                             "--warmup", "0", "--results-dir", str(tmp_path), "--port", str(port)],
+                             "--warmup", "2000000" if phase == "warmup" else "0",
+                             "--results-dir", str(tmp_path), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    # Wait until the first measured run is under way (its ab file exists), then interrupt.
-    while not list(tmp_path.glob("*/ab/dummy-t1.txt")):
+    # Wait until the phase is under way (its file exists), then interrupt.
+    while not list(tmp_path.glob(f"*/{marker}")):
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the run did not start measuring"
-        time.sleep(0.2)
-    time.sleep(1)
+        assert time.monotonic() < deadline, f"the run did not reach {phase}"
+        time.sleep(0.05)
+    if phase != "start":
+        time.sleep(1)
     os.kill(proc.pid, sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err[-2000:]
@@ -104,5 +114,47 @@ def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, si
     (run_dir,) = list(tmp_path.iterdir())
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "incomplete"
-    assert run["stopped_at"]["server"] == "dummy" and run["stopped_at"]["phase"] == "measure"
+    assert run["stopped_at"]["server"] == "dummy"
+    # A JVM may reach READY between the file appearing and the signal: start-up ends in conformance.
+    assert run["stopped_at"]["phase"] in ({phase, "conformance"} if phase == "start" else {phase})
     assert run["reason"] == f"interrupted by {sig.name}"
+
+
+class FaultyServer(Server):
+    """A Server whose process is tests/misbehaving.py in the mode args[0], instead of a JVM (same READY line)."""
+
+    @property
+    def jar(self) -> Path:
+        return ROOT / "tests" / "misbehaving.py"
+
+    def command(self, java, jvm_flags, port, host="127.0.0.1"):
+        return [sys.executable, str(self.jar), self.args[0], str(port), self.name]
+
+
+@pytest.mark.parametrize("mode, reason", [
+    ("crash-after-3000", "server exited with status 3 during the run"),
+    ("hang-after-3000", "ab exited with status"),
+])
+def test_a_server_that_crashes_or_hangs_mid_run_is_recorded_and_the_run_goes_on(tmp_path, mode, reason):
+    servers = discover()
+    dummy, undertow = servers[0], next(s for s in servers if s.name == "undertow")
+    faulty = FaultyServer(name="faulty", display="Faulty", module_dir=ROOT / "tests", threading="blocking",
+                          notes="test", args=(mode,))
+    settings = driver.Settings(servers=[dummy, faulty, undertow], profile="test", requests=5000, trials=1,
+                               warmup=0, client_cpu=None, server_cpu=None, port=free_port(), jvm_flags=[],
+                               results_dir=tmp_path, start_timeout=30, allow_concurrent=True, sources={})
+    run = driver.Run(settings, driver.new_run_dir(tmp_path), java_executable())
+    run.measure()
+    entries = {e["server"]: e for e in map(json.loads, (run.dir / "trials.jsonl").read_text().splitlines())}
+    assert entries["faulty"]["status"] == "failed" and entries["faulty"]["phase"] == "measure"
+    assert reason in entries["faulty"]["reason"]
+    assert entries["dummy"]["status"] == "measured" and entries["undertow"]["status"] == "measured"
+    assert kit_processes(settings.port) == []
+
+
+def test_an_unusable_results_directory_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    proc = run_all("--quick", "--results-dir", str(blocker / "results"), "--port", str(free_port()))
+    assert proc.returncode == 2
+    assert f"cannot create the results directory {blocker / 'results'}" in proc.stderr
