@@ -12,10 +12,12 @@ the analysis renders the table. Every option can also be set by an environment v
 from __future__ import annotations
 
 import argparse
+import errno
 import fcntl
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -40,6 +42,7 @@ PROFILES = {
 }
 DEFAULT_JVM_FLAGS = "-Xms512m -Xmx512m -XX:+AlwaysPreTouch"
 AB_SOCKET_TIMEOUT_S = 10
+MIN_FREE_BYTES = 1 << 20  # an ab output is ~1.3 KB, a server log a few KB
 LOCK_FILE = Path(tempfile.gettempdir()) / "latency-diff.lock"
 ENV_PREFIX = "LATENCY_DIFF_"
 
@@ -278,8 +281,18 @@ class Run:
     # -- files ---------------------------------------------------------------------------------
     def write_json(self, name: str, data: dict) -> None:
         tmp = self.dir / f".{name}.tmp"
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(self.dir / name)
+        try:
+            tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            tmp.replace(self.dir / name)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def ensure_space(self) -> None:
+        """A full disk would truncate ab's output and look like the server's fault: stop before that."""
+        free = shutil.disk_usage(self.dir).free
+        if free < MIN_FREE_BYTES:
+            raise OSError(errno.ENOSPC, f"only {free // 1024} KiB free for the results (need "
+                          f"{MIN_FREE_BYTES // 1024} KiB)", str(self.dir))
 
     def record(self, entry: dict) -> None:
         with (self.dir / "trials.jsonl").open("a", encoding="utf-8") as f:
@@ -370,6 +383,7 @@ class Run:
     def _ab(self, requests: int, rel: str, response_bytes: int | None, progress: Progress, tag: str,
             what: str) -> str | None:
         """Runs ab; returns why the run does not count, or None."""
+        self.ensure_space()
         url = f"http://127.0.0.1:{self.s.port}/"
         cmd = taskset_prefix(self.s.client_cpu) + ["ab", "-k", "-c1", "-n", str(requests),
                                                    "-s", str(AB_SOCKET_TIMEOUT_S), url]

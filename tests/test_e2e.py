@@ -158,3 +158,25 @@ def test_an_unusable_results_directory_is_a_clear_error(tmp_path):
     proc = run_all("--quick", "--results-dir", str(blocker / "results"), "--port", str(free_port()))
     assert proc.returncode == 2
     assert f"cannot create the results directory {blocker / 'results'}" in proc.stderr
+
+
+def test_a_full_disk_stops_the_run_with_a_clear_error(tmp_path):
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(tiny)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs: " + mounted.stderr.decode().strip())
+    try:
+        port = free_port()
+        filler = tiny / "filler"
+        filler.write_bytes(b"\0" * (1536 * 1024))  # leaves about 0.5 MiB: less than the driver needs
+        proc = run_all("--quick", "--servers", "undertow", "--results-dir", str(tiny), "--port", str(port))
+        assert proc.returncode == 1, proc.stderr[-2000:]
+        assert "KiB free for the results" in proc.stderr and "finished trials are kept" in proc.stderr
+        (run_dir,) = [d for d in tiny.iterdir() if d.is_dir()]
+        assert not (run_dir / "summary.json").exists()
+        assert not list(run_dir.glob(".*.tmp"))
+        assert json.loads((run_dir / "run.json").read_text())["status"] == "incomplete"
+        assert kit_processes(port) == []
+    finally:
+        subprocess.run(["umount", str(tiny)], check=True)
