@@ -54,8 +54,11 @@ main() {
   info "running ${run_args[*]} in the container; results in ${out}"
   local cpus
   cpus="$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0))[:2])))')"
-  "$engine" run --rm --cpuset-cpus "$cpus" -v "${out}:/kit/results" "$image" "${run_args[@]}" \
-    || die "the run in the container failed (exit $?)"
+  local log="${out}/docker-smoke.log"
+  "$engine" run --rm --cpuset-cpus "$cpus" -v "${out}:/kit/results" "$image" "${run_args[@]}" 2>&1 | tee "$log" \
+    || die "the run in the container failed (see above)"
+  # The image carries built jars; a run that builds again would need Maven and the network.
+  grep -q "jars are up to date" "$log" || die "the container rebuilt the jars at run time (see ${log})"
   python3 - "$out" <<'PY' || die "no complete, valid summary came back from the container"
 import json, pathlib, sys
 runs = sorted(pathlib.Path(sys.argv[1]).glob("*/summary.json"))
