@@ -146,7 +146,12 @@ build_jars() {
   fi
   local started
   started="$(date +%Y%m%d%H%M.%S)"
-  (cd "$KIT_ROOT" && ./mvnw "${mvn_args[@]}") \
-    || die "the Maven build failed (see above)"
+  # In the background and waited for, so that SIGINT/SIGTERM reach this shell at once and the
+  # Maven JVM is stopped with it instead of building on alone.
+  (cd "$KIT_ROOT" && exec ./mvnw "${mvn_args[@]}") &
+  local maven=$!
+  trap 'kill -TERM "$maven" 2>/dev/null || true; wait "$maven" || true; err "build interrupted"; exit 130' INT TERM HUP
+  wait "$maven" || die "the Maven build failed (see above)"
+  trap - INT TERM HUP
   touch -t "$started" "$stamp"  # sources edited during the build still count as changed next time
 }

@@ -180,3 +180,26 @@ def test_a_full_disk_stops_the_run_with_a_clear_error(tmp_path):
         assert kit_processes(port) == []
     finally:
         subprocess.run(["umount", str(tiny)], check=True)
+
+
+def maven_processes_here() -> list[int]:
+    pids = subprocess.run(["pgrep", "-f", "plexus.classworlds"], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in pids if Path(f"/proc/{p}/cwd").exists() and Path(f"/proc/{p}/cwd").resolve() == ROOT]
+
+
+def test_interruption_during_the_build_stops_maven_too(tmp_path):
+    (ROOT / "servers" / "undertow" / "server.toml").touch()  # a source newer than the last build
+    err_file = tmp_path / "stderr"
+    with err_file.open("w") as err:
+        proc = subprocess.Popen([str(RUN_ALL), "--quick", "--servers", "undertow", "--results-dir", str(tmp_path),
+                                 "--port", str(free_port())], stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + 120
+    while "building with the Maven wrapper" not in err_file.read_text() or not maven_processes_here():
+        assert proc.poll() is None, err_file.read_text()
+        assert time.monotonic() < deadline, "the build did not start"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 130
+    assert "build interrupted" in err_file.read_text()
+    time.sleep(1)
+    assert maven_processes_here() == []
