@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import org.latencydiff.HttpDate;
 import org.latencydiff.Launcher;
 import org.latencydiff.ReferenceResponse;
+import org.latencydiff.ServerOptions;
 
 /**
  * The baseline of the study: no HTTP library, just enough to answer ab. Blocking sockets, one thread
@@ -32,15 +33,21 @@ public final class DummyServer {
         this.name = name;
     }
 
+    /** {@code --variant nio} runs {@link NioDummyServer} instead (server.toml's dummy-nio). */
     public static void main(String[] args) {
-        Launcher.run("dummy", args, options -> {
-            ServerSocket listener = new ServerSocket();
-            listener.bind(new InetSocketAddress(InetAddress.getByName(options.host()), options.port()));
-            DummyServer server = new DummyServer(options.name());
-            Thread acceptor = new Thread(() -> server.accept(listener), "dummy-acceptor");
-            acceptor.start();
-            return listener.getLocalPort();
+        Launcher.run("dummy", args, options -> switch (options.variantOneOf("", "nio")) {
+            case "nio" -> NioDummyServer.start(options);
+            default -> start(options); // "": the blocking dummy
         });
+    }
+
+    private static int start(ServerOptions options) throws IOException {
+        ServerSocket listener = new ServerSocket();
+        listener.bind(new InetSocketAddress(InetAddress.getByName(options.host()), options.port()));
+        DummyServer server = new DummyServer(options.name());
+        Thread acceptor = new Thread(() -> server.accept(listener), "dummy-acceptor");
+        acceptor.start();
+        return listener.getLocalPort();
     }
 
     private void accept(ServerSocket listener) {

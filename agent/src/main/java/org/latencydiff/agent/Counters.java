@@ -1,0 +1,92 @@
+package org.latencydiff.agent;
+
+import java.lang.management.CompilationMXBean;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.lang.management.RuntimeMXBean;
+import java.lang.management.ThreadMXBean;
+
+/**
+ * The JVM-wide counters the agent reports, read from the platform MXBeans. The driver takes them just
+ * before and just after the measured phase; the difference divided by the requests is per request.
+ *
+ * <p>Allocation is {@code com.sun.management.ThreadMXBean.getTotalThreadAllocatedBytes()} (JDK 14+),
+ * not a sum of {@code getThreadAllocatedBytes(id)} over live threads, because only the total sees
+ * everything a server allocates (checked by the agent's tests on every build):
+ * <ul>
+ *   <li>threads that have terminated: HotSpot adds a thread's count to a JVM-wide total when it exits,
+ *       so a thread-per-connection server's allocations stay counted after the connection closes;
+ *       a sum over live threads loses them (it went back by 64 MB in our probe on JDK 25);</li>
+ *   <li>virtual threads: their allocations are counted on the carrier (platform) thread they are
+ *       mounted on, so the total includes them, while the per-thread value of a virtual thread is -1.</li>
+ * </ul>
+ * {@code threads} is the live platform thread count (virtual threads are not counted; their carriers are).
+ */
+final class Counters {
+
+    static final String FORMAT = "latency-diff/agent/1";
+
+    /** Null where the JVM cannot count allocated bytes: allocated_bytes is then -1. */
+    private final com.sun.management.ThreadMXBean allocation;
+    private final ThreadMXBean threads;
+    /** An array: a for-each over a List makes an Iterator per query while interpreted. */
+    private final GarbageCollectorMXBean[] collectors;
+    /** Null when the JVM runs without a JIT (-Xint). */
+    private final CompilationMXBean compilation;
+    private final RuntimeMXBean runtime;
+
+    /** Looks the MXBeans up once, at agent start, so that a query only reads counters. */
+    Counters() {
+        threads = ManagementFactory.getThreadMXBean();
+        com.sun.management.ThreadMXBean counting = null;
+        if (threads instanceof com.sun.management.ThreadMXBean sun && sun.isThreadAllocatedMemorySupported()) {
+            // On by default in HotSpot; switched on here in case a JVM flag or tool turned it off.
+            if (!sun.isThreadAllocatedMemoryEnabled()) {
+                sun.setThreadAllocatedMemoryEnabled(true);
+            }
+            counting = sun;
+        }
+        allocation = counting;
+        collectors = ManagementFactory.getGarbageCollectorMXBeans().toArray(new GarbageCollectorMXBean[0]);
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        compilation = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit : null;
+        runtime = ManagementFactory.getRuntimeMXBean();
+    }
+
+    /**
+     * One reply line, ending in '\n'. The allocation counter is read first, so that what this method
+     * allocates afterwards (a few hundred bytes) counts towards the next reading, not this one: a
+     * before/after pair thus includes one reply's worth of agent allocation, negligible per request.
+     */
+    String json() {
+        long allocated = allocation == null ? -1 : allocation.getTotalThreadAllocatedBytes();
+        // Summed over every collector, skipping -1 (undefined). With G1 (JDK 20+) "G1 Concurrent GC"
+        // counts the Remark and Cleanup pauses; ZGC has both "Cycles" and "Pauses" beans, whose sum
+        // counts a collection twice: compare these numbers between servers on the same collector only.
+        long gcCount = 0;
+        long gcTime = 0;
+        for (GarbageCollectorMXBean gc : collectors) {
+            long count = gc.getCollectionCount();
+            long time = gc.getCollectionTime();
+            if (count >= 0) {
+                gcCount += count;
+            }
+            if (time >= 0) {
+                gcTime += time;
+            }
+        }
+        long compileTime = compilation == null ? -1 : compilation.getTotalCompilationTime();
+        // A StringBuilder, not '+': javac compiles '+' to an invokedynamic whose first call spins
+        // classes (about 300 KB allocated on JDK 25, counted into the driver's first difference).
+        return new StringBuilder(192)
+                .append("{\"format\":\"").append(FORMAT).append('"')
+                .append(",\"allocated_bytes\":").append(allocated)
+                .append(",\"gc_count\":").append(gcCount)
+                .append(",\"gc_time_ms\":").append(gcTime)
+                .append(",\"compile_time_ms\":").append(compileTime)
+                .append(",\"threads\":").append(threads.getThreadCount())
+                .append(",\"uptime_ms\":").append(runtime.getUptime())
+                .append("}\n")
+                .toString();
+    }
+}
