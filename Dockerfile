@@ -1,4 +1,5 @@
-# latency-diff in a container: build the jars with the Maven wrapper, then run the kit.
+# latency-diff in a container: build the jars with the Maven wrapper and the C programs (lean
+# client, floor responder) with gcc, then run the kit.
 #   docker build -t latency-diff .
 #   docker run --rm --cpuset-cpus 0,1 -v "$PWD/results:/kit/results" latency-diff [run-all.sh options]
 # Another JDK (21 or newer): docker build --build-arg JDK_IMAGE=eclipse-temurin:21-jdk -t latency-diff .
@@ -17,7 +18,7 @@ FROM ${JDK_IMAGE} AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # hadolint ignore=DL3008  # Debian/Ubuntu package versions differ per base image; the kit pins its Java and Python deps
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 \
+ && apt-get install -y --no-install-recommends python3 gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /kit
 COPY --from=poms /poms/ ./

@@ -1,12 +1,18 @@
-"""Measures every server with `ab -k -c1` and writes the raw results of one run.
+"""Measures every server with `ab -k -c1` and the lean client, and writes the raw results of one run.
 
 For each trial, each server in turn (the order rotates from trial to trial so that drift on the
-machine hits all alike): start its JVM pinned to the server CPU, wait for READY, check conformance,
-warm up, then one measured ab run pinned to the client CPU, sampling the server's CPU time from
-/proc around it; stop it and make sure the port is free. Each trial is a fresh JVM, so the spread
-across trials includes JVM-to-JVM variation. Everything raw goes into results/<UTC time>/; then
-the analysis renders the table. Every option can also be set by an environment variable
-(LATENCY_DIFF_<OPTION>, e.g. LATENCY_DIFF_TRIALS=3); a command-line flag wins over it.
+machine hits all alike): start it (a fresh JVM, with the kit's java agent) on its CPU, wait for
+READY, check conformance, warm up, then one measured run per client on one keep-alive connection
+(ab and the lean client take turns going first), reading the server's CPU time from /proc and its
+allocation and GC counters from the agent around each; stop it and make sure the port is free.
+The spread across trials therefore includes JVM-to-JVM variation. Everything raw goes into
+results/<UTC time>/; then the analysis renders the tables and plots. Every option can also be set
+by an environment variable (LATENCY_DIFF_<OPTION>, e.g. LATENCY_DIFF_TRIALS=3); a flag wins.
+
+Pinning: split puts the client and the server on two CPUs (the 2014 study's set-up: the diff is
+critical-path latency, including the cross-CPU wake-up); shared puts both on one CPU (the round
+trip becomes the sum of client and server CPU work, so the diff is the server's work per request);
+none leaves placement to the scheduler.
 """
 
 from __future__ import annotations
@@ -28,23 +34,29 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import KIT_ROOT, conformance, envinfo
+from . import KIT_ROOT, agent, conformance, envinfo, lean
 from .abparse import AbParseError, parse_file
 from .process import ServerProcess, StartError, java_executable, taskset_prefix
-from .servers import Server, ServerError, discover, select
+from .servers import Server, ServerError, agent_jar, discover, select
 
 #: Profiles: (requests per measured run, trials per server, warm-up requests). See README "Profiles".
 PROFILES = {
     "default": {"requests": 100_000, "trials": 5, "warmup": 150_000},
-    "quick": {"requests": 3_000, "trials": 2, "warmup": 2_000},
+    "quick": {"requests": 1_000, "trials": 2, "warmup": 1_000},
     # The 2014 study: one run of ten million requests per server, no separate warm-up.
     "original": {"requests": 10_000_000, "trials": 1, "warmup": 0},
 }
 DEFAULT_JVM_FLAGS = "-Xms512m -Xmx512m -XX:+AlwaysPreTouch"
+CLIENTS = {"ab": ("ab",), "lean": ("lean",), "both": ("ab", "lean")}
+PINNINGS = ("split", "shared", "none")
+#: Chosen by measurement: see README "Pinning: why shared is the default".
+DEFAULT_PINNING = "shared"
 AB_SOCKET_TIMEOUT_S = 10
 MIN_FREE_BYTES = 1 << 20  # an ab output is ~1.3 KB, a server log a few KB
 LOCK_FILE = Path(tempfile.gettempdir()) / "latency-diff.lock"
 ENV_PREFIX = "LATENCY_DIFF_"
+#: run/2: each trial holds one measurement per client ("measurements"); run/1 had ab only.
+RUN_FORMAT = "latency-diff/run/2"
 
 
 class Interrupted(Exception):
@@ -62,6 +74,8 @@ class Settings:
     requests: int
     trials: int
     warmup: int
+    client: str
+    pinning: str
     client_cpu: int | None
     server_cpu: int | None
     port: int
@@ -74,7 +88,8 @@ class Settings:
     def to_dict(self) -> dict:
         return {
             "servers": [s.name for s in self.servers], "profile": self.profile, "requests": self.requests,
-            "trials": self.trials, "warmup": self.warmup, "client_cpu": self.client_cpu,
+            "trials": self.trials, "warmup": self.warmup, "clients": list(CLIENTS[self.client]),
+            "pinning": self.pinning, "client_cpu": self.client_cpu,
             "server_cpu": self.server_cpu, "port": self.port, "jvm_flags": self.jvm_flags,
             "results_dir": str(self.results_dir), "start_timeout_s": self.start_timeout,
             "sources": self.sources,
@@ -87,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Profiles (requests/trials/warm-up): " + "; ".join(
             f"{k}: {v['requests']:,}/{v['trials']}/{v['warmup']:,}" for k, v in PROFILES.items()))
     p.add_argument("--servers", metavar="LIST", help="comma-separated server names (default: all); "
-                   "the dummy baseline is always measured")
+                   "the baseline ladder (dummy, floor, dummy-nio) is always measured")
     p.add_argument("--profile", choices=sorted(PROFILES), help="default, quick or original (the study's single "
                    "10,000,000-request run)")
     p.add_argument("--quick", action="store_true",
@@ -95,10 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--requests", type=int, metavar="N", help="requests per measured ab run")
     p.add_argument("--trials", type=int, metavar="N", help="measured runs per server, each in a fresh JVM")
     p.add_argument("--warmup", type=int, metavar="N", help="requests sent before each measured run (JIT warm-up)")
-    p.add_argument("--client-cpu", metavar="C", help="CPU for ab (default: the first CPU this process may use, "
-                   "0 on most machines; 'none' to not pin)")
-    p.add_argument("--server-cpu", metavar="S", help="CPU for the whole server JVM (default: the second usable "
-                   "CPU, 1 on most machines; 'none' to not pin)")
+    p.add_argument("--client", choices=sorted(CLIENTS), help="which client measures: ab (the study's), lean (the "
+                   "kit's C client, with percentiles) or both, one after the other in each trial (default both)")
+    p.add_argument("--pinning", choices=PINNINGS, help=f"split: client and server on two CPUs (the study's); "
+                   f"shared: both on one CPU; none: not pinned (default {DEFAULT_PINNING}, see README)")
+    p.add_argument("--client-cpu", metavar="C", help="CPU for the client (split default: the first CPU this "
+                   "process may use, 0 on most machines; shared: the server's CPU)")
+    p.add_argument("--server-cpu", metavar="S", help="CPU for the whole server process (default: the second "
+                   "usable CPU, 1 on most machines)")
     p.add_argument("--port", type=int, metavar="P", help="port the servers listen on (default 8080)")
     p.add_argument("--jvm-flags", metavar="FLAGS", help=f"JVM flags for every server (default '{DEFAULT_JVM_FLAGS}')")
     p.add_argument("--results-dir", metavar="DIR", help="where run directories go (default results/)")
@@ -127,21 +146,47 @@ def _knob(args: argparse.Namespace, name: str, default, sources: dict[str, str],
 
 
 def _cpu(value: str | int | None) -> int | None:
-    if value is None or str(value).lower() == "none":
+    if value is None:
         return None
+    if str(value).lower() == "none":
+        raise RunError("to run without pinning, pass --pinning none instead of a CPU of 'none'")
     cpu = int(value)
     if cpu not in os.sched_getaffinity(0):
         raise RunError(f"CPU {cpu} is not available here (usable: {sorted(os.sched_getaffinity(0))})")
     return cpu
 
 
-def _usable_cpu(index: int) -> str:
+def _usable_cpu(index: int) -> int:
     """The index-th CPU this process may run on (a container's cpuset keeps the host's numbers)."""
     usable = sorted(os.sched_getaffinity(0))
-    if len(usable) < 2:
-        raise RunError(f"only CPU(s) {usable} usable: client and server need two CPUs; give more, or pass "
-                       "--client-cpu none --server-cpu none (unpinned, noisier)")
-    return str(usable[index])
+    if len(usable) <= index:
+        raise RunError(f"only CPU(s) {usable} usable: split pinning needs two CPUs; give more, or pass "
+                       "--pinning shared (one CPU)")
+    return usable[index]
+
+
+def _pin(pinning: str, client: int | None, server: int | None) -> tuple[int | None, int | None]:
+    """(client CPU, server CPU) for a pinning mode and the CPUs given on the command line, if any."""
+    if pinning == "none":
+        if client is not None or server is not None:
+            raise RunError("--pinning none pins nothing: drop --client-cpu/--server-cpu, or choose split or shared")
+        return None, None
+    if pinning == "shared":
+        usable = sorted(os.sched_getaffinity(0))
+        cpu = server if server is not None else client
+        if cpu is None:
+            # The second CPU if there is one: the first tends to take more of the machine's interrupts.
+            cpu = usable[1] if len(usable) > 1 else usable[0]
+        if client is not None and client != cpu:
+            raise RunError(f"--pinning shared puts client and server on one CPU, but CPUs {client} and {cpu} were "
+                           "given; give one, or choose --pinning split")
+        return cpu, cpu
+    client = _usable_cpu(0) if client is None else client
+    server = (_usable_cpu(1) if client != _usable_cpu(1) else _usable_cpu(0)) if server is None else server
+    if client == server:
+        raise RunError(f"--pinning split needs two CPUs, but client and server are both on CPU {client}; give "
+                       "them different CPUs, or choose --pinning shared")
+    return client, server
 
 
 def _positive(value: str | int) -> int:
@@ -168,8 +213,10 @@ def resolve(args: argparse.Namespace) -> Settings:
         requests=_knob(args, "requests", prof["requests"], sources, _positive),
         trials=_knob(args, "trials", prof["trials"], sources, _positive),
         warmup=_knob(args, "warmup", prof["warmup"], sources, _positive),
-        client_cpu=_cpu(_knob(args, "client_cpu", None, sources) or _usable_cpu(0)),
-        server_cpu=_cpu(_knob(args, "server_cpu", None, sources) or _usable_cpu(1)),
+        client=_knob(args, "client", "both", sources),
+        pinning=_knob(args, "pinning", DEFAULT_PINNING, sources),
+        client_cpu=_cpu(_knob(args, "client_cpu", None, sources)),
+        server_cpu=_cpu(_knob(args, "server_cpu", None, sources)),
         port=_knob(args, "port", 8080, sources, int),
         jvm_flags=shlex.split(_knob(args, "jvm_flags", DEFAULT_JVM_FLAGS, sources)),
         results_dir=Path(_knob(args, "results_dir", str(KIT_ROOT / "results"), sources)),
@@ -181,8 +228,11 @@ def resolve(args: argparse.Namespace) -> Settings:
         raise RunError("--requests and --trials must be at least 1")
     if not 1 <= s.port <= 65535:
         raise RunError(f"--port {s.port} is not a port number")
-    if s.client_cpu is not None and s.client_cpu == s.server_cpu:
-        raise RunError(f"client and server are both pinned to CPU {s.client_cpu}; give them different CPUs")
+    if s.client not in CLIENTS:
+        raise RunError(f"unknown client {s.client!r}; choose one of {', '.join(CLIENTS)}")
+    if s.pinning not in PINNINGS:
+        raise RunError(f"unknown pinning {s.pinning!r}; choose one of {', '.join(PINNINGS)}")
+    s.client_cpu, s.server_cpu = _pin(s.pinning, s.client_cpu, s.server_cpu)
     return s
 
 
@@ -274,10 +324,16 @@ class Run:
         self.failed: dict[str, str] = {}
         self.where = {"server": None, "trial": None, "phase": "setup"}
         self.stopped_at: dict | None = None
-        self.ab: subprocess.Popen | None = None
+        self.client_proc: subprocess.Popen | None = None
         self.server: ServerProcess | None = None
-        for sub in ("ab", "logs", "responses"):
+        self.clients = CLIENTS[settings.client]
+        for sub in ("logs", "responses", *self.clients):
             (self.dir / sub).mkdir(exist_ok=True)
+        # ab's exact request, for the lean client to send byte for byte.
+        self.request_file = self.dir / "request.bin"
+        self.request_file.write_bytes(conformance.ab_request("127.0.0.1", settings.port))
+        # The agents' sockets: a short private path (a Unix socket path has at most 107 bytes).
+        self.agent_dir = Path(tempfile.mkdtemp(prefix="latency-diff-"))
 
     # -- files ---------------------------------------------------------------------------------
     def write_json(self, name: str, data: dict) -> None:
@@ -302,13 +358,22 @@ class Run:
             os.fsync(f.fileno())
 
     def status(self, status: str, **extra) -> None:
-        self.write_json("run.json", {"format": "latency-diff/run/1", "run_id": self.dir.name, "status": status,
+        self.write_json("run.json", {"format": RUN_FORMAT, "run_id": self.dir.name, "status": status,
                                      "settings": self.s.to_dict(), **extra})
 
     # -- one server, one trial -------------------------------------------------------------------
     def trial(self, server: Server, trial: int, position: int, progress: Progress) -> None:
         name = server.name
         self.where = {"server": name, "trial": trial, "phase": "start"}
+        timing: dict[str, float] = {}
+        entry_time = [time.monotonic()]
+
+        def phase(name: str) -> None:
+            """Moves to the next phase, noting how long the last one took (trials.jsonl: phase_seconds)."""
+            now = time.monotonic()
+            timing[self.where["phase"]] = round(now - entry_time[0], 3)
+            entry_time[0] = now
+            self.where["phase"] = name
         tag = f"{name} trial {trial}/{self.s.trials}"
         entry: dict = {"server": name, "trial": trial, "position": position, "requests": self.s.requests,
                        "warmup": self.s.warmup, "log_file": f"logs/{name}-t{trial}.log"}
@@ -317,7 +382,9 @@ class Run:
             progress.say(f"{tag}: skipped (failed earlier)")
             return
         progress.say(f"{tag}: starting")
-        proc = ServerProcess(server, self.s.port, self.dir / entry["log_file"], jvm_flags=self.s.jvm_flags,
+        agent_socket = self.agent_dir / f"{name}-t{trial}.sock" if server.is_java else None
+        flags = self.s.jvm_flags + ([agent.jvm_flag(agent_socket)] if agent_socket else [])
+        proc = ServerProcess(server, self.s.port, self.dir / entry["log_file"], jvm_flags=flags,
                              cpu=self.s.server_cpu, java=self.java)
         self.server = proc
         try:
@@ -328,9 +395,10 @@ class Run:
                 return self._fail(entry, "start", str(e), progress, tag)
             entry["pid"] = proc.pid
             entry["server_affinity"] = sorted(os.sched_getaffinity(proc.pid)) if proc.alive() else None
-            self.where["phase"] = "conformance"
+            phase("conformance")
+            # The live-Date check needs a second to pass: made after the measured runs (check_date_later).
             result = conformance.check(proc.port, name=name, reference_length=self.reference_length,
-                                       check_date_change=(trial == 1))
+                                       check_date_change=False)
             entry["response_bytes"] = result.response_bytes
             if trial == 1 and result.raw:
                 (self.dir / "responses" / f"{name}.txt").write_bytes(result.raw)
@@ -338,40 +406,48 @@ class Run:
                 return self._fail(entry, "conformance", result.summary(), progress, tag)
             if server.baseline and self.reference_length is None:
                 self.reference_length = result.response_bytes
+            # The clients take turns going first, so that neither always gets the warmer JVM.
+            order = self.clients if trial % 2 else tuple(reversed(self.clients))
             if self.s.warmup:
-                self.where["phase"] = "warmup"
-                progress.say(f"{tag}: warming up ({self.s.warmup:,} requests)")
-                problem = self._ab(self.s.warmup, f"ab/{name}-t{trial}-warmup.txt", result.response_bytes,
-                                   progress, tag, "warm-up")
+                phase("warmup")
+                warm_client = "lean" if "lean" in self.clients else "ab"
+                progress.say(f"{tag}: warming up ({self.s.warmup:,} requests, {warm_client})")
+                problem = self._client(warm_client, self.s.warmup, f"{warm_client}/{name}-t{trial}-warmup",
+                                       result.response_bytes, progress, tag, "warm-up")
                 if problem:
                     return self._fail(entry, "warmup", problem, progress, tag)
-            self.where["phase"] = "measure"
-            before, t0 = cpu_ticks(proc.pid), time.monotonic()
-            entry["ab_file"] = f"ab/{name}-t{trial}.txt"
-            entry["load_before"] = list(os.getloadavg())
-            problem = self._ab(self.s.requests, entry["ab_file"], result.response_bytes, progress, tag, "measuring")
-            if not proc.alive():
-                problem = f"server exited with status {proc.proc.returncode} during the run: {proc.log_tail(5)}"
-            else:
-                after = cpu_ticks(proc.pid)
-                entry["cpu"] = {"clock_ticks_per_s": os.sysconf("SC_CLK_TCK"), "utime_ticks": after[0] - before[0],
-                                "stime_ticks": after[1] - before[1], "wall_s": time.monotonic() - t0}
-            entry["load_after"] = list(os.getloadavg())
-            if problem:
-                return self._fail(entry, "measure", problem, progress, tag)
+            phase("measure")
+            entry["measurements"] = {}
+            for client in order:
+                m = self._measure(client, proc, agent_socket, f"{client}/{name}-t{trial}", result.response_bytes,
+                                  progress, tag)
+                entry["measurements"][client] = m
+                if m.get("problem"):
+                    return self._fail(entry, "measure", f"{client}: {m.pop('problem')}", progress, tag)
+            if trial == 1:
+                phase("date check")
+                problem = conformance.check_date_later(proc.port, result)
+                if problem:
+                    return self._fail(entry, "conformance", problem, progress, tag)
             entry["status"] = "measured"
-            run = parse_file(self.dir / entry["ab_file"])
-            progress.say(f"{tag}: {run.rps:,.0f} req/s, round trip {run.rtt_ns / 1000:.2f} us")
+            said = []
+            for client in self.clients:
+                rel = entry["measurements"][client]["file"]
+                rtt = (parse_file(self.dir / rel) if client == "ab" else lean.parse_file(self.dir / rel)).rtt_ns
+                said.append(f"{client} {rtt / 1000:.2f} us")
+            progress.say(f"{tag}: round trip " + ", ".join(said))
         except (KeyboardInterrupt, Interrupted):
             self.stopped_at = dict(self.where)  # before `finally` moves on to the stop phase
             entry.update(status="interrupted", phase=self.where["phase"], reason="run interrupted")
             raise
         finally:
-            self.where["phase"] = "stop"
+            phase("stop")
             entry["exit_status"] = proc.stop()
             self.server = None
             if not wait_port_free(self.s.port):
                 entry.setdefault("notes", []).append(f"port {self.s.port} still busy 10 s after stopping")
+            phase("done")
+            entry["phase_seconds"] = timing
             if entry.get("status"):
                 self.record(entry)
             progress.done += 1
@@ -381,24 +457,66 @@ class Run:
         self.failed[entry["server"]] = f"{phase}: {reason}"
         progress.say(f"{tag}: FAILED in {phase}: {reason}")
 
+    def _measure(self, client: str, proc: ServerProcess, agent_socket: Path | None, stem: str,
+                 response_bytes: int | None, progress: Progress, tag: str) -> dict:
+        """One measured client run with the server's CPU time (/proc) and JVM counters (agent) around it."""
+        m: dict = {"file": stem + (".txt" if client == "ab" else ".json"), "load_before": list(os.getloadavg())}
+        jvm_before = self._agent(agent_socket, m)
+        before, t0 = cpu_ticks(proc.pid), time.monotonic()
+        problem = self._client(client, self.s.requests, stem, response_bytes, progress, tag, f"measuring ({client})")
+        if not proc.alive():
+            problem = f"server exited with status {proc.proc.returncode} during the run: {proc.log_tail(5)}"
+        else:
+            after = cpu_ticks(proc.pid)
+            m["cpu"] = {"clock_ticks_per_s": os.sysconf("SC_CLK_TCK"), "utime_ticks": after[0] - before[0],
+                        "stime_ticks": after[1] - before[1], "wall_s": time.monotonic() - t0}
+            jvm_after = self._agent(agent_socket, m)
+            if jvm_before is not None and jvm_after is not None:
+                m["jvm"] = agent.delta(jvm_before, jvm_after)
+        m["load_after"] = list(os.getloadavg())
+        if problem:
+            m["problem"] = problem
+        return m
+
+    @staticmethod
+    def _agent(agent_socket: Path | None, m: dict) -> dict | None:
+        """A reading of the agent's counters; a failure is noted in the measurement, not fatal."""
+        if agent_socket is None:
+            return None
+        try:
+            return agent.query(agent_socket)
+        except agent.AgentError as e:
+            m["jvm_error"] = str(e)
+            return None
+
+    def _client(self, client: str, requests: int, stem: str, response_bytes: int | None, progress: Progress,
+                tag: str, what: str) -> str | None:
+        """Runs one client; returns why the run does not count, or None."""
+        self.ensure_space()
+        if client == "ab":
+            return self._ab(requests, stem + ".txt", response_bytes, progress, tag, what)
+        return self._lean(requests, stem + ".json", response_bytes, progress, tag, what)
+
+    def _timeout(self, requests: int) -> float:
+        return 60 + requests / 1000  # 1 ms a request: ~15x the expected round trip
+
     def _ab(self, requests: int, rel: str, response_bytes: int | None, progress: Progress, tag: str,
             what: str) -> str | None:
-        """Runs ab; returns why the run does not count, or None."""
-        self.ensure_space()
         url = f"http://127.0.0.1:{self.s.port}/"
         cmd = taskset_prefix(self.s.client_cpu) + ["ab", "-k", "-c1", "-n", str(requests),
                                                    "-s", str(AB_SOCKET_TIMEOUT_S), url]
-        timeout = 60 + requests / 1000  # 1 ms a request: ~15x the expected round trip
+        timeout = self._timeout(requests)
         out_path = self.dir / rel
         with out_path.open("w", encoding="utf-8") as out:
-            self.ab = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                       text=True, start_new_session=True)
+            self.client_proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                                text=True, start_new_session=True)
             started = time.monotonic()
             errors: list[str] = []
+            ab = self.client_proc
 
             def follow() -> None:
-                assert self.ab and self.ab.stderr
-                for line in self.ab.stderr:
+                assert ab.stderr
+                for line in ab.stderr:
                     if line.startswith("Completed "):
                         done = int(line.split()[1])
                         rate = done / max(time.monotonic() - started, 1e-9)
@@ -410,13 +528,13 @@ class Run:
             reader = threading.Thread(target=follow, daemon=True)
             reader.start()
             try:
-                code = self.ab.wait(timeout)
+                code = ab.wait(timeout)
             except subprocess.TimeoutExpired:
-                _kill(self.ab)
+                _kill(ab)
                 return f"ab did not finish {requests:,} requests within {timeout:.0f} s"
             finally:
                 reader.join(5)
-                self.ab = None
+                self.client_proc = None
         if errors:
             (out_path.with_suffix(".stderr.txt")).write_text("\n".join(errors) + "\n", encoding="utf-8")
         if code != 0:
@@ -428,9 +546,38 @@ class Run:
         problems = run.problems(requests=requests, response_bytes=response_bytes)
         return "; ".join(problems) or None
 
+    def _lean(self, requests: int, rel: str, response_bytes: int | None, progress: Progress, tag: str,
+              what: str) -> str | None:
+        cmd = taskset_prefix(self.s.client_cpu) + lean.command("127.0.0.1", self.s.port, self.request_file,
+                                                               requests, AB_SOCKET_TIMEOUT_S * 1000)
+        timeout = self._timeout(requests)
+        out_path = self.dir / rel
+        progress.say(f"{tag}: {what}, {requests:,} requests", transient=True)
+        with out_path.open("w", encoding="utf-8") as out:
+            self.client_proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                                text=True, start_new_session=True)
+            try:
+                _, err = self.client_proc.communicate(timeout=timeout)
+                code = self.client_proc.returncode
+            except subprocess.TimeoutExpired:
+                _kill(self.client_proc)
+                return f"the lean client did not finish {requests:,} requests within {timeout:.0f} s"
+            finally:
+                self.client_proc = None
+        if err.strip():
+            (out_path.with_suffix(".stderr.txt")).write_text(err, encoding="utf-8")
+        try:
+            run = lean.parse_file(out_path)
+        except lean.LeanParseError as e:
+            return f"lean client exited with status {code}: {err.strip() or e}"
+        problems = run.problems(requests=requests, response_bytes=response_bytes)
+        if code != 0 and not problems:
+            problems.append(f"lean client exited with status {code}: {err.strip() or 'no message'}")
+        return "; ".join(problems) or None
+
     def stop_children(self) -> None:
-        if self.ab is not None:
-            _kill(self.ab)
+        if self.client_proc is not None:
+            _kill(self.client_proc)
         if self.server is not None:
             self.server.stop(timeout=3)
 
@@ -482,7 +629,8 @@ def print_settings(s: Settings, run_dir: Path, java: str) -> None:
     print(f"latency-diff run {run_dir.name}", file=sys.stderr)
     rows = [("profile", s.profile, "profile"), ("servers", ",".join(x.name for x in s.servers), "servers"),
             ("requests", f"{s.requests:,}", "requests"), ("trials", s.trials, "trials"),
-            ("warmup", f"{s.warmup:,}", "warmup"), ("client cpu", s.client_cpu, "client_cpu"),
+            ("warmup", f"{s.warmup:,}", "warmup"), ("clients", " and ".join(CLIENTS[s.client]), "client"),
+            ("pinning", s.pinning, "pinning"), ("client cpu", s.client_cpu, "client_cpu"),
             ("server cpu", s.server_cpu, "server_cpu"), ("port", s.port, "port"),
             ("jvm flags", " ".join(s.jvm_flags), "jvm_flags"), ("java", java, "java"),
             ("results", run_dir, "results_dir")]
@@ -502,9 +650,12 @@ def main(argv: list[str] | None = None) -> int:
             holder = port_holder(settings.port)
             raise RunError(f"port {settings.port} on 127.0.0.1 is already in use"
                            f"{' by ' + holder if holder else ''}; stop that, or choose another with --port")
-        missing = [str(s.jar.relative_to(KIT_ROOT)) for s in settings.servers if not s.jar.is_file()]
+        needed = [s.artifact for s in settings.servers] + [agent_jar()]
+        if "lean" in CLIENTS[settings.client]:
+            needed.append(lean.EXECUTABLE)
+        missing = [str(p.relative_to(KIT_ROOT)) for p in dict.fromkeys(needed) if not p.is_file()]
         if missing:
-            raise RunError(f"jar(s) missing: {', '.join(missing)}; build with scripts/build.sh")
+            raise RunError(f"missing: {', '.join(missing)}; build with scripts/build.sh")
         lock = acquire_lock(settings.allow_concurrent)
         run_dir = new_run_dir(settings.results_dir)
     except RunError as e:
@@ -548,6 +699,7 @@ def main(argv: list[str] | None = None) -> int:
         raise
     finally:
         lock.close()
+        shutil.rmtree(run.agent_dir, ignore_errors=True)
     env_end = {"load_average_end": list(os.getloadavg())}
     run.status("complete", started_utc=started, ended_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                **env_end)

@@ -1,4 +1,4 @@
-"""Starting and stopping server JVMs: one process group each, READY detection, no leftovers."""
+"""Starting and stopping servers (JVMs and the native floor): one process group each, READY detection, no leftovers."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ class ServerProcess:
         self.proc: subprocess.Popen | None = None
         self._ready = threading.Event()
         self._tail: deque[str] = deque(maxlen=40)
+        self._own: deque[str] = deque(maxlen=5)  # one-line reasons, kept even after a long crash report
         self._reader: threading.Thread | None = None
 
     @property
@@ -54,8 +55,8 @@ class ServerProcess:
 
     def start(self, timeout: float = READY_TIMEOUT_S) -> int:
         """Starts the JVM and waits for `READY <name> <port>`; returns the port. Raises StartError."""
-        if not self.server.jar.is_file():
-            raise StartError(f"{self.server.name}: jar {self.server.jar} is missing (build with scripts/build.sh)")
+        if not self.server.artifact.is_file():
+            raise StartError(f"{self.server.name}: {self.server.artifact} is missing (build with scripts/build.sh)")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("w", encoding="utf-8", errors="replace")
         log.write("$ " + " ".join(self.command) + "\n")
@@ -70,7 +71,7 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 self._reader.join(2)
                 raise StartError(f"{self.server.name} exited with status {self.proc.returncode} before READY: "
-                                 f"{self.log_tail(5)}")
+                                 f"{self.start_failure()}")
             if time.monotonic() > deadline:
                 self.stop()
                 raise StartError(f"{self.server.name} printed no READY line within {timeout:.0f} s: {self.log_tail(5)}")
@@ -83,6 +84,8 @@ class ServerProcess:
                 log.write(line)
                 log.flush()
                 self._tail.append(line.rstrip("\n"))
+                if line.startswith((f"{self.server.name}: ", "latency-diff-agent: ")):
+                    self._own.append(line.rstrip("\n"))
                 parts = line.split()
                 if not self._ready.is_set() and len(parts) == 3 and parts[0] == "READY" \
                         and parts[1] == self.server.name and parts[2].isdigit():
@@ -91,6 +94,11 @@ class ServerProcess:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def start_failure(self) -> str:
+        """Why the process exited: the kit's own one-line reasons (the server's or the agent's, see the server
+        contract) when it printed one, else the last lines of its output (e.g. a JVM's crash report)."""
+        return " | ".join(self._own) if self._own else self.log_tail(5)
 
     def log_tail(self, lines: int = 10) -> str:
         tail = list(self._tail)[-lines:]

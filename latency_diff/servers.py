@@ -1,4 +1,4 @@
-"""Server discovery: every folder with a server.toml (dummy-server/ and servers/*/) is a module.
+"""Server discovery: every folder with a server.toml (dummy-server/, native/, servers/*/) is a module.
 
 This is the one place that knows where servers live. The driver, the tests, the reports and the
 generated Maven reactor all ask it, so adding a server is one new folder.
@@ -19,7 +19,13 @@ from . import KIT_ROOT
 
 THREADING_MODELS = ("event loop", "thread pool", "virtual threads", "blocking")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline", "nonconformant"}
+_FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline", "nonconformant",
+           "reference", "executable", "parses_http"}
+#: Maven modules that are not servers: built in the same reactor, used by the driver.
+AGENT_DIR = KIT_ROOT / "agent"
+#: Where scripts/lib.sh builds the C programs of native/ (the lean client and the floor responder).
+NATIVE_BUILD = KIT_ROOT / "native" / "build"
+REFERENCE_RESPONSE = KIT_ROOT / "common/src/main/resources/org/latencydiff/reference-response.txt"
 
 
 class ServerError(Exception):
@@ -39,6 +45,16 @@ class Server:
     baseline: bool = False
     #: Why this library cannot give ab the reference response (it is still tried, and reported invalid).
     nonconformant: str | None = None
+    #: A rung of the baseline ladder (floor, NIO dummy), not a library under test: listed first.
+    reference: bool = False
+    #: A native program in native/build instead of a Java jar (no JVM flags, no agent).
+    executable: str | None = None
+    #: False for the floor: it counts bytes instead of parsing HTTP, so hostile clients do not apply.
+    parses_http: bool = True
+
+    @property
+    def is_java(self) -> bool:
+        return self.executable is None
 
     @property
     def module(self) -> str:
@@ -64,10 +80,17 @@ class Server:
                 return m.group(1)
         return None
 
+    @property
+    def artifact(self) -> Path:
+        """What the build produces for this server: its jar, or its native executable."""
+        return NATIVE_BUILD / self.executable if self.executable else self.jar
+
     def command(self, java: str, jvm_flags: list[str], port: int, host: str = "127.0.0.1") -> list[str]:
         """The command line that starts this server (server contract, DESIGN.md section 1)."""
-        return [java, *jvm_flags, *self.jvm_flags, "-jar", str(self.jar),
-                "--port", str(port), "--host", host, "--name", self.name, *self.args]
+        common = ["--port", str(port), "--host", host, "--name", self.name, *self.args]
+        if self.executable:
+            return [str(self.artifact), *common, "--template", str(REFERENCE_RESPONSE)]
+        return [java, *jvm_flags, *self.jvm_flags, "-jar", str(self.jar), *common]
 
     def to_dict(self) -> dict:
         return {
@@ -75,6 +98,7 @@ class Server:
             "library": self.library, "library_version": self.library_version(),
             "threading": self.threading, "args": list(self.args), "jvm_flags": list(self.jvm_flags),
             "baseline": self.baseline, "notes": self.notes, "nonconformant": self.nonconformant,
+            "reference": self.reference, "executable": self.executable, "parses_http": self.parses_http,
         }
 
 
@@ -88,10 +112,15 @@ def _artifact_id(module_dir: Path) -> str:
     return m.group(1).strip()
 
 
+def server_dirs(root: Path = KIT_ROOT) -> list[Path]:
+    """The dummy first, then native/, then servers/* in name order: every folder with a server.toml."""
+    dirs = [root / "dummy-server", root / "native"] + sorted(p for p in (root / "servers").glob("*") if p.is_dir())
+    return [d for d in dirs if (d / "server.toml").is_file()]
+
+
 def module_dirs(root: Path = KIT_ROOT) -> list[Path]:
-    """The dummy first, then servers/* in name order: every folder with server.toml and pom.xml."""
-    dirs = [root / "dummy-server"] + sorted(p for p in (root / "servers").glob("*") if p.is_dir())
-    return [d for d in dirs if (d / "server.toml").is_file() and (d / "pom.xml").is_file()]
+    """The Maven modules among the server folders (those with a pom.xml)."""
+    return [d for d in server_dirs(root) if (d / "pom.xml").is_file()]
 
 
 def _load(path: Path) -> list[Server]:
@@ -121,6 +150,14 @@ def _load(path: Path) -> list[Server]:
         library = entry.get("library")
         if library is not None and (not isinstance(library, str) or library.count(":") != 1):
             raise ServerError(f"{where}: library must be 'group:artifact'")
+        executable = entry.get("executable")
+        if executable is not None and (not isinstance(executable, str) or not _NAME.match(executable)):
+            raise ServerError(f"{where}: 'executable' must be the name of a program in native/build")
+        if executable is None and not (path.parent / "pom.xml").is_file():
+            raise ServerError(f"{where}: no pom.xml next to it, so it needs 'executable'")
+        for key in ("reference", "parses_http", "baseline"):
+            if key in entry and not isinstance(entry[key], bool):
+                raise ServerError(f"{where}: '{key}' must be true or false")
         for key in ("args", "jvm_flags"):
             value = entry.get(key, [])
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -131,6 +168,8 @@ def _load(path: Path) -> list[Server]:
             args=tuple(entry.get("args", [])), jvm_flags=tuple(entry.get("jvm_flags", [])),
             baseline=bool(entry.get("baseline", False)),
             nonconformant=" ".join(gap.split()) if gap else None,
+            reference=bool(entry.get("reference", False)), executable=executable,
+            parses_http=bool(entry.get("parses_http", True)),
         ))
     return servers
 
@@ -138,7 +177,7 @@ def _load(path: Path) -> list[Server]:
 def discover(root: Path = KIT_ROOT) -> list[Server]:
     """All servers, the baseline first. Raises ServerError on a broken or duplicate entry."""
     servers: list[Server] = []
-    for d in module_dirs(root):
+    for d in server_dirs(root):
         servers.extend(_load(d / "server.toml"))
     names = [s.name for s in servers]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -150,8 +189,14 @@ def discover(root: Path = KIT_ROOT) -> list[Server]:
     return servers
 
 
+def agent_jar() -> Path:
+    """The java agent every Java server runs with (allocation and GC counters, agent/)."""
+    return AGENT_DIR / "target" / "latency-diff-agent.jar"
+
+
 def select(servers: list[Server], names: str | None) -> list[Server]:
-    """The servers named in a comma-separated list (None or 'all': every one), the baseline always first."""
+    """The servers named in a comma-separated list (None or 'all': every one); the baseline ladder (dummy,
+    floor, NIO dummy) is always in, since every report shows it."""
     if names is None or names.strip() in ("", "all"):
         return servers
     wanted = [n.strip() for n in names.split(",") if n.strip()]
@@ -159,7 +204,7 @@ def select(servers: list[Server], names: str | None) -> list[Server]:
     unknown = [n for n in wanted if n not in by_name]
     if unknown:
         raise ServerError(f"unknown server(s): {', '.join(unknown)}; known: {', '.join(by_name)}")
-    chosen = [s for s in servers if s.name in wanted or s.baseline]
+    chosen = [s for s in servers if s.name in wanted or s.baseline or s.reference]
     return chosen
 
 
@@ -180,7 +225,7 @@ REACTOR_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
 
 def reactor_pom(reactor_dir: Path, root: Path = KIT_ROOT) -> str:
     """A Maven aggregator POM (to be written into reactor_dir) listing the parent, common and every module."""
-    dirs = [root, root / "common", *module_dirs(root)]
+    dirs = [root, root / "common", root / "agent", *module_dirs(root)]
     lines = [f"    <module>{_relative(d, reactor_dir)}</module>" for d in dirs]
     return REACTOR_TEMPLATE.format(modules="\n".join(lines))
 
@@ -204,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.what == "names":
             print("\n".join(s.name for s in servers))
         elif args.what == "jars":
-            print("\n".join(dict.fromkeys(str(s.jar) for s in servers)))
+            print("\n".join(dict.fromkeys([*(str(s.jar) for s in servers if s.is_java), str(agent_jar())])))
         else:
             reactor_dir = KIT_ROOT / ".build"
             reactor_dir.mkdir(exist_ok=True)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds every server jar with the Maven wrapper (finding a JDK 21+ first).
+# Builds every server jar and the java agent with the Maven wrapper (finding a JDK 21+ first), and
+# the native programs (lean client, floor responder) with the C compiler.
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -10,8 +11,9 @@ usage() {
 Usage: ./scripts/build.sh [--force] [--test]
 
 Generates the Maven reactor from the module folders present (.build/pom.xml) and builds each
-module's executable jar (target/<module>.jar, dependencies in target/lib/).
-  --force   build even if the jars look up to date
+module's executable jar (target/<module>.jar, dependencies in target/lib/) and the java agent
+(agent/target/latency-diff-agent.jar); compiles native/lean.c and native/floor.c into native/build/.
+  --force   build even if the jars and programs look up to date
   --test    also run the Java unit tests (mvn verify)
 USAGE
 }
@@ -29,6 +31,7 @@ main() {
   done
   find_jdk
   build_jars "$goal" "$force"
+  build_native "$force"
 }
 
 main "$@"

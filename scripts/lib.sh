@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Set-up shared by run-all.sh, test.sh and build.sh: find a JDK 21+, ab and Python, create the
-# virtual environment, build the jars. Each check ends in one message that says what to install.
+# Set-up shared by run-all.sh, test.sh and build.sh: find a JDK 21+, ab, a C compiler and Python,
+# create the virtual environment, build the jars and the native programs. Each check ends in one message that says what to install.
 # Source it; it defines functions only (and KIT_ROOT).
 
 KIT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -82,6 +82,37 @@ ensure_ab() {
   Install it with: sudo apt-get install apache2-utils   (Fedora: sudo dnf install httpd-tools)"
 }
 
+ensure_cc() {
+  CC="${CC:-cc}"
+  command -v "$CC" >/dev/null && return 0
+  apt_install gcc libc6-dev && command -v "$CC" >/dev/null && return 0
+  die "no C compiler ('${CC}') for the lean client and the floor responder, and it could not be installed here.
+  Install one with: sudo apt-get install gcc libc6-dev   (Fedora: sudo dnf install gcc)"
+}
+
+# Compiles native/*.c (the lean client and the floor responder) into native/build/ when a binary
+# is missing or older than a source. $1: "force" to compile anyway, "if-stale" (default) not.
+build_native() {
+  local force="${1:-}" out="${KIT_ROOT}/native/build" prog stale
+  local cflags=(-O2 -std=gnu11 -Wall -Wextra -Werror -pthread)
+  mkdir -p "$out"
+  for prog in lean floor; do
+    stale=""
+    if [[ ! -x "${out}/${prog}" || "$force" == force ]]; then
+      stale=1
+    elif [[ -n "$(find "${KIT_ROOT}/native" -maxdepth 1 \( -name '*.c' -o -name '*.h' \) -newer "${out}/${prog}" \
+                  -print -quit)" ]]; then
+      stale=1
+    fi
+    [[ -n "$stale" ]] || continue
+    ensure_cc  # only now: a prebuilt image (Dockerfile) has the programs but no compiler
+    info "compiling native/${prog}.c"
+    "$CC" "${cflags[@]}" -o "${out}/${prog}.tmp" "${KIT_ROOT}/native/${prog}.c" \
+      || die "could not compile native/${prog}.c with ${CC} (see above)"
+    mv -f "${out}/${prog}.tmp" "${out}/${prog}"
+  done
+}
+
 ensure_taskset() {
   command -v taskset >/dev/null && return 0
   apt_install util-linux && command -v taskset >/dev/null && return 0
@@ -128,7 +159,7 @@ build_jars() {
     if [[ ! -f "$jar" ]]; then stale="missing ${jar#"${KIT_ROOT}"/}"; break; fi
   done
   if [[ -z "$stale" && ! -f "$stamp" ]]; then stale="no record of a complete build"; fi
-  if [[ -z "$stale" ]] && [[ -n "$(cd "$KIT_ROOT" && find pom.xml common dummy-server servers -newer "$stamp" \
+  if [[ -z "$stale" ]] && [[ -n "$(cd "$KIT_ROOT" && find pom.xml common agent dummy-server servers -newer "$stamp" \
                                    -type f -not -path '*/target/*' -print -quit)" ]]; then
     stale="sources changed since the last build"
   fi

@@ -39,6 +39,7 @@ main() {
   ensure_taskset
   ensure_venv
   build_jars package
+  build_native if-stale
   exec "$PYTHON" -m latency_diff.driver "$@"
 }
 

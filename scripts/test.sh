@@ -10,10 +10,11 @@ usage() {
   cat <<'USAGE'
 Usage: ./scripts/test.sh [PYTEST ARGS...]
 
-Finds a JDK 21+, ab and Python 3.11+ (installing what it can), builds every module and runs the
-Java unit tests (Maven wrapper), lints the Python and shell code, then runs pytest: the ab parser
-and statistics on captured outputs, the conformance checker against every server, and end-to-end
-runs of run-all.sh (--quick). Extra arguments go to pytest, e.g. -k conformance.
+Finds a JDK 21+, ab, a C compiler and Python 3.11+ (installing what it can), builds every module
+and runs the Java unit tests (Maven wrapper), compiles the lean client and the floor, lints the
+Python and shell code, then runs pytest: the ab and lean-client parsers, histogram and statistics
+on known inputs, the agent, the plots, the conformance checker against every server, and
+end-to-end runs of run-all.sh (--quick). Extra arguments go to pytest, e.g. -k conformance.
 USAGE
 }
 
@@ -26,6 +27,7 @@ main() {
   ensure_taskset
   ensure_venv
   build_jars verify
+  build_native force
   info "lint: ruff"
   "${VENV}/bin/ruff" check latency_diff tests scripts/analyze.py || status=1
   info "lint: hadolint"
