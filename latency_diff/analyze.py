@@ -1,9 +1,16 @@
-"""Turns a run directory's raw files into the latency-diff table, summary.json, summary.csv, report.md.
+"""Turns a run directory's raw files into the latency-diff tables, files and plots, or compares two runs.
 
 Usage: scripts/analyze.py RUN_DIR [--quiet]
+       scripts/analyze.py compare RUN_A RUN_B
 
-Parses strictly: a malformed or truncated file is an error naming the file and what is wrong, the
-exit status is non-zero and nothing is written.
+RUN_DIR: writes summary.json, summary.csv, report.md, and diffs/percentiles plots (PNG and SVG)
+into the run directory and prints the tables. Parses strictly: a malformed or truncated file is an
+error naming the file and what is wrong, the exit status is non-zero and nothing is written.
+
+compare: for each server valid in both runs, the change of its diff from RUN_A to RUN_B with a 95%
+interval (both runs' trial spreads, servers' and dummies', propagated), and "not significant"
+where the interval includes zero: a regression check between versions, JDKs or machines.
+Exit status 0; 1 on an unreadable run.
 """
 
 from __future__ import annotations
@@ -12,16 +19,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import model, report
+from . import model, plots, report, stats
 
 OUTPUTS = ("summary.json", "summary.csv", "report.md")
 
 
 def write_outputs(run_dir: Path, result: model.RunResult) -> list[Path]:
-    """Renders everything first, then writes each file through a temporary name (no half-written file)."""
+    """Plots first (report.md embeds them), then each text file through a temporary name."""
+    try:
+        images = plots.write_all(result, run_dir)
+    except OSError as e:
+        raise model.AnalysisError(f"{run_dir}: cannot write the plots: {e.strerror}") from e
     rendered = {"summary.json": report.summary_json(result), "summary.csv": report.summary_csv(result),
-                "report.md": report.report_md(result)}
-    written = []
+                "report.md": report.report_md(result, {k: p.name for k, p in images.items()})}
+    written = [p for png in images.values() for p in (png, png.with_suffix(".svg"))]
     for name, text in rendered.items():
         tmp = run_dir / f".{name}.tmp"
         try:
@@ -34,7 +45,69 @@ def write_outputs(run_dir: Path, result: model.RunResult) -> list[Path]:
     return written
 
 
+def compare(a: model.RunResult, b: model.RunResult) -> tuple[report.Table, list[str]]:
+    """The change of each server's diff from run a to run b; notes on what could not be compared."""
+    notes = []
+    if a.primary != b.primary:
+        notes.append(f"the runs' diffs come from different clients ({a.primary} and {b.primary})")
+    for key in ("pinning", "profile", "requests"):
+        if a.settings.get(key) != b.settings.get(key):
+            notes.append(f"{key} differs: {a.settings.get(key)} in {a.run_id}, {b.settings.get(key)} in {b.run_id}")
+    base_a, base_b = a.baseline, b.baseline
+    if base_a is None or base_b is None:
+        notes.append("a run has no valid dummy baseline, so no diff can be compared")
+        return (("server",), [], set()), notes
+    by_name = {s.name: s for s in b.servers}
+    rows = []
+    for sa in a.ranked:
+        sb = by_name.get(sa.name)
+        if sa.baseline:
+            continue
+        if sb is None or not sb.valid:
+            notes.append(f"{sa.name}: " + ("not in " if sb is None else "invalid in ") + b.run_id)
+            continue
+        change = stats.contrast([(1, sb.rtts), (-1, base_b.rtts), (-1, sa.rtts), (1, base_a.rtts)])
+        if change.ci95_low is None:
+            verdict = "too few trials"
+        elif change.ci95_low <= 0 <= change.ci95_high:
+            verdict = "not significant"
+        else:
+            verdict = "slower" if change.mean > 0 else "faster"
+        rel = f"{change.mean / sa.diff.mean:+.0%}" if sa.diff and abs(sa.diff.mean) > 1e-9 else "-"
+        rows.append([sa.name, f"{sa.diff.mean / 1000:.2f}", f"{sb.diff.mean / 1000:.2f}",
+                     f"{change.mean / 1000:+.2f}", report.ci_text(change), rel, verdict])
+    only_b = sorted(s.name for s in b.servers if s.name not in {x.name for x in a.servers})
+    if only_b:
+        notes.append(f"only in {b.run_id}: {', '.join(only_b)}")
+    cols = ("server", "diff A [us]", "diff B [us]", "change [us]", "change 95% CI [us]", "change", "verdict")
+    return (cols, rows, {1, 2, 3, 4, 5}), notes
+
+
+def main_compare(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="analyze.py compare", description="Change of each server's diff from "
+                                     "RUN_A to RUN_B, with its 95% interval; 'not significant' within noise.")
+    parser.add_argument("run_a", type=Path, help="the earlier or reference run directory")
+    parser.add_argument("run_b", type=Path, help="the run to compare with it")
+    args = parser.parse_args(argv)
+    try:
+        a, b = model.build(args.run_a), model.build(args.run_b)
+    except model.AnalysisError as e:
+        print(f"analyze: error: {e}", file=sys.stderr)
+        return 1
+    t, notes = compare(a, b)
+    print(f"A: {report.headline(a)}\nB: {report.headline(b)}\n")
+    print(report.render_text(t) if t[1] else "(no server to compare)")
+    print("\nchange: diff B minus diff A, 95% Welch-Satterthwaite interval over both runs' trials "
+          "(servers' and dummies'); not significant: the interval includes 0.")
+    for n in notes:
+        print(f"note: {n}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "compare":
+        return main_compare(argv[1:])
     parser = argparse.ArgumentParser(prog="analyze.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path, help="a run directory, e.g. results/20261122T050000Z")
@@ -42,10 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = model.build(args.run_dir)
-        written = write_outputs(args.run_dir, result)
     except model.AnalysisError as e:
         print(f"analyze: error: {e}", file=sys.stderr)
         print("analyze: nothing was written", file=sys.stderr)
+        return 1
+    try:
+        written = write_outputs(args.run_dir, result)
+    except model.AnalysisError as e:
+        print(f"analyze: error: {e}", file=sys.stderr)
         return 1
     if not args.quiet:
         print(report.table(result))

@@ -64,20 +64,31 @@ def welch_difference(a: list[float], b: list[float]) -> Summary:
 
     The `stdev` field is the standard error of the difference; `n` is the smaller trial count.
     """
-    if not a or not b:
-        raise ValueError("both samples need values")
-    diff = statistics.fmean(a) - statistics.fmean(b)
-    median = statistics.median(a) - statistics.median(b)
-    if len(a) < 2 or len(b) < 2:
-        return Summary(diff, median, None, None, None, min(len(a), len(b)))
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    se = math.sqrt(va + vb)
+    return contrast([(1, a), (-1, b)])
+
+
+def contrast(groups: list[tuple[int, list[float]]]) -> Summary:
+    """sum(sign * mean(values)) over independent groups, with a 95% interval from the Welch-Satterthwaite
+    approximation (Satterthwaite 1946; for two groups this is Welch's t interval). Used for a diff
+    (server minus dummy) and for the change of a diff between two runs (four groups).
+
+    The `stdev` field is the standard error; `median` combines the medians the same way; `n` is the
+    smallest group's size.
+    """
+    if any(not values for _, values in groups):
+        raise ValueError("every group needs values")
+    mean = sum(sign * statistics.fmean(v) for sign, v in groups)
+    median = sum(sign * statistics.median(v) for sign, v in groups)
+    n = min(len(v) for _, v in groups)
+    if n < 2:
+        return Summary(mean, median, None, None, None, n)
+    parts = [statistics.variance(v) / len(v) for _, v in groups]
+    se = math.sqrt(sum(parts))
     if se == 0:
-        return Summary(diff, median, 0.0, diff, diff, min(len(a), len(b)))
-    # Welch-Satterthwaite degrees of freedom.
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+        return Summary(mean, median, 0.0, mean, mean, n)
+    df = sum(parts) ** 2 / sum(p ** 2 / (len(v) - 1) for p, (_, v) in zip(parts, groups, strict=True))
     half = sps.t.ppf(0.5 + CONFIDENCE / 2, df) * se
-    return Summary(diff, median, se, diff - half, diff + half, min(len(a), len(b)))
+    return Summary(mean, median, se, mean - half, mean + half, n)
 
 
 def significantly_different(a: list[float], b: list[float]) -> bool | None:
