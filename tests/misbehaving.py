@@ -1,8 +1,8 @@
 """A deliberately faulty HTTP server for tests: each mode breaks one rule of the server contract.
 
 Usage: python3 tests/misbehaving.py MODE PORT   (prints READY misbehaving PORT, serves until killed)
-Modes: ok, alternate-length, status-500, close-after-3, extra-header, stale-date, no-keepalive,
-       wrong-server, crash-after-3000, hang-after-3000
+Modes: ok, alternate-length, status-500, close-after-3, extra-header, stale-date, frozen-date,
+       no-keepalive, wrong-server, crash-after-3000, hang-after-3000
 """
 
 from __future__ import annotations
@@ -18,15 +18,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from latency_diff.conformance import load_reference  # noqa: E402
 
-MODES = ("ok", "alternate-length", "status-500", "close-after-3", "extra-header", "stale-date", "no-keepalive",
-         "wrong-server", "crash-after-3000", "hang-after-3000")
+MODES = ("ok", "alternate-length", "status-500", "close-after-3", "extra-header", "stale-date", "frozen-date",
+         "no-keepalive", "wrong-server", "crash-after-3000", "hang-after-3000")
+STARTED = email.utils.formatdate(usegmt=True)  # frozen-date: a valid Date that never changes
 
 
 def response(mode: str, count: int, name: str) -> bytes:
     ref = load_reference()
     status = "HTTP/1.1 500 Internal Server Error" if mode == "status-500" else "HTTP/1.1 200 OK"
     body = ref.body + (b"!" if mode == "alternate-length" and count % 2 else b"")
-    date = "Mon, 28 Jul 2014 05:27:28 GMT" if mode == "stale-date" else email.utils.formatdate(usegmt=True)
+    date = {"stale-date": "Mon, 28 Jul 2014 05:27:28 GMT", "frozen-date": STARTED}.get(
+        mode, email.utils.formatdate(usegmt=True))
     lines = [status]
     for n, v in ref.headers:
         v = v.replace("{date}", date).replace("{server}", "other" if mode == "wrong-server" else name)

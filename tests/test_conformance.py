@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,7 +33,7 @@ def _expect_conformant(s):
 
 @pytest.mark.parametrize("server", [_expect_conformant(s) for s in SERVERS])
 def test_server_is_conformant_and_listens_on_loopback_only(server, dummy_length, tmp_path):
-    assert server.jar.is_file(), f"{server.jar} is missing: build with scripts/build.sh"
+    assert server.artifact.is_file(), f"{server.artifact} is missing: build with scripts/build.sh"
     with ServerProcess(server, 0, tmp_path / "log") as p:
         port = p.start(timeout=60)
         result = conformance.check(port, name=server.name, reference_length=dummy_length)
@@ -85,21 +84,6 @@ def test_dummy_answers_split_and_pipelined_requests_once_each(tmp_path):
     assert [r.status for r in responses] == [200] * 4
 
 
-@pytest.fixture
-def misbehaving():
-    procs = []
-
-    def start(mode: str) -> int:
-        p = subprocess.Popen([sys.executable, str(ROOT / "tests" / "misbehaving.py"), mode, "0"],
-                             stdout=subprocess.PIPE, text=True)
-        procs.append(p)
-        return int(p.stdout.readline().split()[2])
-    yield start
-    for p in procs:
-        p.kill()
-        p.wait()
-
-
 @pytest.mark.parametrize("mode, problem", [
     ("alternate-length", "response length changed between requests"),
     ("status-500", "status 500, expected 200"),
@@ -123,3 +107,20 @@ def test_checker_passes_a_correct_server_and_checks_length_against_the_dummy(mis
                             check_date_change=False)
     assert far.problems == [f"response is {ok.response_bytes} bytes, the dummy's {ok.response_bytes - 9}: "
                             "more than 8 bytes apart"]
+
+
+@pytest.mark.parametrize("mode, problem", [
+    ("ok", None), ("frozen-date", "Date did not change after more than a second")])
+def test_the_deferred_date_check_catches_a_date_that_never_changes(misbehaving, mode, problem):
+    port = misbehaving(mode)
+    first = conformance.check(port, name="misbehaving", check_date_change=False)
+    assert first.ok and first.date and first.received_at
+    found = conformance.check_date_later(port, first)
+    assert (found is None) if problem is None else (problem in found), found
+
+
+def test_the_date_wait_ends_past_the_next_second_boundary():
+    lag = conformance.DATE_CACHE_LAG_S
+    assert conformance._date_wait(100.25, now=100.25) == pytest.approx(0.75 + lag)
+    assert conformance._date_wait(100.25, now=101.5) == pytest.approx(101.0 + lag - 101.5)
+    assert conformance._date_wait(100.25, now=103.0) == 0.0

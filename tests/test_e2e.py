@@ -41,7 +41,8 @@ def test_quick_run_measures_every_server(tmp_path):
     proc = run_all("--quick", "--results-dir", str(tmp_path), "--port", str(port))
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
-    for name in ("run.json", "env.json", "trials.jsonl", "summary.json", "summary.csv", "report.md"):
+    for name in ("run.json", "env.json", "trials.jsonl", "summary.json", "summary.csv", "report.md", "request.bin",
+                 "diffs.png", "diffs.svg", "percentiles.png", "percentiles.svg"):
         assert (run_dir / name).is_file(), name
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "complete"
@@ -55,11 +56,54 @@ def test_quick_run_measures_every_server(tmp_path):
             assert s["rtt_ns"]["n"] == 2 and s["rtt_ns"]["mean"] > 0
             assert (run_dir / "responses" / f"{server.name}.txt").stat().st_size > 0
             assert s["server_cpu_ns_per_request"]["mean"] >= 0
+            assert s["primary_client"] == "lean" and set(s["clients"]) == {"ab", "lean"}
+            lean = s["clients"]["lean"]
+            p = lean["percentiles_ns"]
+            assert 0 < p["p50"] <= p["p90"] <= p["p99"] <= p["p99.9"] <= p["max"]
+            if server.is_java:  # the agent answered before and after every measured run
+                assert lean["alloc_bytes_per_request"]["mean"] > 0, s
+                assert lean["gc_count_per_run"]["mean"] >= 0
+            else:
+                assert lean["alloc_bytes_per_request"] is None
     env = summary["env"]
-    assert env["settings"]["client_cpu"] == 0 and env["settings"]["server_cpu"] == 1
+    assert env["settings"]["pinning"] == driver.DEFAULT_PINNING
+    assert env["settings"]["clients"] == ["ab", "lean"]
     assert env["jdk"]["java.version"] and env["ab"].startswith("This is ApacheBench")
     assert "dummy" in proc.stdout and "diff [us]" in proc.stdout
     assert kit_processes(port) == []
+
+
+@pytest.mark.parametrize("pinning, client", [("split", "ab"), ("none", "lean")])
+def test_pinning_modes_and_single_clients_are_recorded(tmp_path, pinning, client):
+    proc = run_all("--quick", "--servers", "undertow", "--pinning", pinning, "--client", client,
+                   "--results-dir", str(tmp_path), "--port", str(free_port()))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    settings = summary["settings"]
+    assert settings["pinning"] == pinning and settings["clients"] == [client]
+    usable = sorted(os.sched_getaffinity(0))
+    expected = (usable[0], usable[1]) if pinning == "split" else (None, None)
+    assert (settings["client_cpu"], settings["server_cpu"]) == expected
+    assert {s["name"] for s in summary["servers"] if s["valid"]} == {"dummy", "dummy-nio", "floor", "undertow"}
+    assert all(s["primary_client"] == client and set(s["clients"]) == {client} for s in summary["servers"])
+    report_md = (run_dir / "report.md").read_text()
+    assert f"Pinning {pinning}" in report_md
+    assert ("not pinned" in report_md) == (pinning == "none")
+    assert (run_dir / "percentiles.png").exists() == (client == "lean")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--pinning", "shared", "--client-cpu", "0", "--server-cpu", "1"], "puts client and server on one CPU"),
+    (["--pinning", "split", "--client-cpu", "1", "--server-cpu", "1"], "needs two CPUs"),
+    (["--pinning", "none", "--server-cpu", "1"], "pins nothing"),
+    (["--client-cpu", "none"], "pass --pinning none"),
+    (["--client", "curl"], "invalid choice: 'curl'"),
+])
+def test_contradictory_pinning_is_a_clear_error(args, message):
+    proc = run_all("--quick", "--port", str(free_port()), *args, timeout=120)
+    assert proc.returncode == 2
+    assert message in proc.stderr, proc.stderr[-2000:]
 
 
 def test_unknown_server_is_a_clear_error():
@@ -88,7 +132,7 @@ def test_help_needs_no_setup():
 @pytest.mark.parametrize("sig, phase, marker", [
     (signal.SIGINT, "measure", "ab/dummy-t1.txt"),
     (signal.SIGTERM, "measure", "ab/dummy-t1.txt"),
-    (signal.SIGINT, "warmup", "ab/dummy-t1-warmup.txt"),
+    (signal.SIGINT, "warmup", "lean/dummy-t1-warmup.json"),
     (signal.SIGTERM, "start", "logs/dummy-t1.log"),
 ], ids=["sigint-measure", "sigterm-measure", "sigint-warmup", "sigterm-start"])
 def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, sig, phase, marker):
@@ -124,11 +168,11 @@ class FaultyServer(Server):
     """A Server whose process is tests/misbehaving.py in the mode args[0], instead of a JVM (same READY line)."""
 
     @property
-    def jar(self) -> Path:
+    def artifact(self) -> Path:
         return ROOT / "tests" / "misbehaving.py"
 
     def command(self, java, jvm_flags, port, host="127.0.0.1"):
-        return [sys.executable, str(self.jar), self.args[0], str(port), self.name]
+        return [sys.executable, str(self.artifact), self.args[0], str(port), self.name]
 
 
 @pytest.mark.parametrize("mode, reason", [
@@ -139,9 +183,10 @@ def test_a_server_that_crashes_or_hangs_mid_run_is_recorded_and_the_run_goes_on(
     servers = discover()
     dummy, undertow = servers[0], next(s for s in servers if s.name == "undertow")
     faulty = FaultyServer(name="faulty", display="Faulty", module_dir=ROOT / "tests", threading="blocking",
-                          notes="test", args=(mode,))
+                          notes="test", args=(mode,), executable="misbehaving")
     settings = driver.Settings(servers=[dummy, faulty, undertow], profile="test", requests=5000, trials=1,
-                               warmup=0, client_cpu=None, server_cpu=None, port=free_port(), jvm_flags=[],
+                               warmup=0, client="both", pinning="none", client_cpu=None, server_cpu=None,
+                               port=free_port(), jvm_flags=[],
                                results_dir=tmp_path, start_timeout=30, allow_concurrent=True, sources={})
     run = driver.Run(settings, driver.new_run_dir(tmp_path), java_executable())
     run.measure()

@@ -10,21 +10,35 @@ def test_discovery_finds_the_dummy_first_and_unique_names():
     assert len({s.name for s in found}) == len(found)
     for s in found:
         assert s.threading in servers.THREADING_MODELS
-        assert s.jar.name.endswith(".jar")
+        if s.is_java:
+            assert s.artifact == s.jar and s.jar.name.endswith(".jar")
+        else:
+            assert s.artifact.parent == servers.NATIVE_BUILD and s.reference
+    ladder = [s.name for s in found if s.baseline or s.reference]
+    assert ladder == ["dummy", "dummy-nio", "floor"]
 
 
 def test_select_keeps_the_baseline_and_rejects_unknown_names():
     found = servers.discover()
     chosen = servers.select(found, "undertow")
-    assert [s.name for s in chosen] == ["dummy", "undertow"]
+    assert [s.name for s in chosen] == ["dummy", "dummy-nio", "floor", "undertow"]
     with pytest.raises(ServerError, match="unknown server\\(s\\): nope"):
         servers.select(found, "undertow,nope")
 
 
-def test_reactor_lists_every_module(tmp_path):
+def test_reactor_lists_every_module_and_the_agent(tmp_path):
     pom = servers.reactor_pom(tmp_path)
     for d in servers.module_dirs():
         assert f"/{d.name}</module>" in pom
+    assert "/agent</module>" in pom and "/native</module>" not in pom
+
+
+def test_a_native_server_runs_its_executable_with_the_reference_template():
+    floor = next(s for s in servers.discover() if s.name == "floor")
+    cmd = floor.command("java", ["-Xmx1g"], 8080)
+    assert cmd[0] == str(servers.NATIVE_BUILD / "floor") and "-Xmx1g" not in cmd
+    assert cmd[-2:] == ["--template", str(servers.REFERENCE_RESPONSE)]
+    assert not floor.parses_http
 
 
 def _module(tmp_path, toml: str):
@@ -44,8 +58,18 @@ def _module(tmp_path, toml: str):
     ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\ncolour="red"', "unknown field"),
     ('[[server]]\nname="dummy"\ndisplay="x"\nthreading="blocking"\nnotes="n"', "used twice: dummy"),
     ('name = ', "not valid TOML"),
+    ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nreference="yes"', "must be true or false"),
+    ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nexecutable="../x"', "'executable' must"),
 ])
 def test_broken_metadata_is_named(tmp_path, toml, message):
+    """Each broken server.toml is an error naming the file and the field."""
     root = _module(tmp_path, toml)
     with pytest.raises(ServerError, match=message):
+        servers.discover(root)
+
+
+def test_a_server_without_pom_needs_an_executable(tmp_path):
+    root = _module(tmp_path, '[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"')
+    (root / "servers" / "x" / "pom.xml").unlink()
+    with pytest.raises(ServerError, match="no pom.xml next to it, so it needs 'executable'"):
         servers.discover(root)

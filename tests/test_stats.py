@@ -47,3 +47,22 @@ def test_outliers_by_median_absolute_deviation():
     assert stats.outliers([1.0, 50.0]) == []  # too few to judge
     # Statistically far (tiny MAD) but only 4% off the median: noise, not an outlier.
     assert stats.outliers([100.0, 100.1, 99.9, 100.0, 104.0]) == []
+
+
+def test_contrast_of_four_groups_is_the_change_of_a_diff():
+    # (server B - dummy B) - (server A - dummy A): 4 independent groups of known variance.
+    sb, db, sa, da = [30.0, 32.0, 31.0], [10.0, 10.0, 10.0, 10.0], [25.0, 27.0, 26.0], [9.0, 11.0, 10.0]
+    c = stats.contrast([(1, sb), (-1, db), (-1, sa), (1, da)])
+    assert c.mean == pytest.approx((31 - 10) - (26 - 10))
+    parts = [1 / 3, 0.0, 1 / 3, 1 / 3]  # variance / n of each group
+    se = math.sqrt(sum(parts))
+    df = sum(parts) ** 2 / ((1 / 3) ** 2 / 2 * 3)  # the zero-variance group adds nothing
+    from scipy.stats import t
+    assert c.stdev == pytest.approx(se)
+    assert c.ci95_high - c.mean == pytest.approx(t.ppf(0.975, df) * se)
+    assert c.n == 3
+
+
+def test_welch_difference_is_the_two_group_contrast():
+    a, b = [20.0, 22.0, 21.0], [10.0, 10.5, 9.5, 10.0]
+    assert stats.welch_difference(a, b) == stats.contrast([(1, a), (-1, b)])

@@ -1,0 +1,117 @@
+"""The lean client and the java agent against real servers; the C histogram on shared test vectors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from latency_diff import agent, conformance, lean
+from latency_diff.histogram import Histogram
+from latency_diff.process import ServerProcess, StartError
+from latency_diff.servers import discover
+
+SERVERS = {s.name: s for s in discover()}
+
+# Known values and the buckets native/histogram.h must put them in (below 256 ns: exact; above: 256
+# buckets per power of two). The same vectors pin the Python reader's view of the layout.
+VECTORS = "0 1 255 256 511 512 513 1000 1023 1024 100000 1099511627775 1099511627776"
+BUCKETS = [[0, 0, 1], [1, 1, 1], [255, 255, 1], [256, 256, 1], [511, 511, 1], [512, 513, 2], [1000, 1001, 1],
+           [1022, 1023, 1], [1024, 1027, 1], [99840, 100095, 1], [1097364144128, 1099511627775, 2]]
+
+
+def test_the_c_histogram_puts_known_values_in_known_buckets():
+    proc = subprocess.run([str(lean.EXECUTABLE), "--histogram-selftest"], input=VECTORS, capture_output=True,
+                          text=True, timeout=10)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["histogram"] == {"precision_bits": 8, "buckets": BUCKETS}
+    assert (out["count"], out["min_ns"], out["clamped"]) == (13, 0, 1)  # the last value is beyond 2^40 - 1
+    assert out["max_ns"] == 2**40 - 1
+    h = Histogram.from_buckets(out["histogram"]["buckets"], out["max_ns"])
+    assert h.percentile(50) == 513 and h.percentile(100) == 2**40 - 1
+
+
+def test_the_c_histogram_rejects_what_is_not_a_count():
+    proc = subprocess.run([str(lean.EXECUTABLE), "--histogram-selftest"], input="12 -3", capture_output=True,
+                          text=True, timeout=10)
+    assert proc.returncode == 2 and "-3" in proc.stderr
+
+
+@pytest.fixture
+def dummy(tmp_path):
+    with ServerProcess(SERVERS["dummy"], 0, tmp_path / "dummy.log") as p:
+        yield p.start()
+
+
+def _lean(tmp_path, port: int, requests: int, warmup: int = 0) -> tuple[subprocess.CompletedProcess, dict]:
+    request = tmp_path / "request.bin"
+    request.write_bytes(conformance.ab_request("127.0.0.1", port))
+    cmd = lean.command("127.0.0.1", port, request, requests, 5000) + ["--warmup", str(warmup)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return proc, json.loads(proc.stdout)
+
+
+def test_the_lean_client_against_the_dummy_counts_every_response_and_byte(tmp_path, dummy):
+    expected = conformance.check(dummy, name="dummy", check_date_change=False)
+    proc, out = _lean(tmp_path, dummy, 2000, warmup=500)
+    assert proc.returncode == 0, proc.stderr
+    run = lean.parse(proc.stdout)
+    assert run.problems(requests=2000, response_bytes=expected.response_bytes) == []
+    assert (out["completed"], out["warmup"], out["non_2xx"], out["length_mismatch"]) == (2000, 500, 0, 0)
+    assert out["request_bytes"] == len(conformance.ab_request("127.0.0.1", dummy))
+    assert out["response_bytes"] == expected.response_bytes == 296
+    assert run.histogram.count == 2000 and run.min_ns <= run.histogram.percentile(50) <= run.max_ns
+    assert run.mean_rtt_ns <= run.rtt_ns  # the timed round trips are part of the elapsed time
+
+
+def test_the_lean_client_reports_a_refused_connection_and_a_closing_server(tmp_path, misbehaving_port):
+    proc, out = _lean(tmp_path, misbehaving_port, 10)
+    assert proc.returncode == 1
+    assert out["completed"] == 3 and "closed the connection" in out["error"]
+    assert "lean client: request 4: the server closed the connection" in lean.parse(proc.stdout).problems()[0]
+    proc, out = _lean(tmp_path, 1, 10)  # nothing listens on port 1
+    assert proc.returncode == 1 and out["completed"] == 0 and "cannot connect" in out["error"]
+
+
+@pytest.fixture
+def misbehaving_port(misbehaving):
+    return misbehaving("close-after-3")
+
+
+def test_the_lean_client_rejects_bad_arguments(tmp_path):
+    for args in (["--requests", "0"], ["--request", str(tmp_path / "missing")], ["--what"]):
+        base = ["--host", "127.0.0.1", "--port", "1", "--request", str(tmp_path / "r"), "--requests", "5"]
+        (tmp_path / "r").write_bytes(b"GET / HTTP/1.0\r\n\r\n")
+        proc = subprocess.run([str(lean.EXECUTABLE), *base, *args], capture_output=True, text=True, timeout=10)
+        assert proc.returncode == 2, args
+        assert proc.stderr.startswith("lean: ") and "usage" in proc.stderr.lower(), proc.stderr
+
+
+def test_the_agent_reports_allocation_and_gc_of_the_server_jvm(tmp_path):
+    sock = tmp_path / "agent.sock"
+    with ServerProcess(SERVERS["undertow"], 0, tmp_path / "u.log", jvm_flags=[agent.jvm_flag(sock)]) as p:
+        port = p.start()
+        before = agent.query(sock)
+        assert set(before) == set(agent.COUNTERS) and before["allocated_bytes"] > 0 and before["threads"] > 1
+        _lean(tmp_path, port, 3000)
+        after = agent.query(sock)
+    d = agent.delta(before, after)
+    # Undertow allocates per request (exchange objects, headers): more than a byte a request, less than 100 KB.
+    assert 3000 < d["allocated_bytes"] < 3000 * 100_000, d
+    assert d["gc_count"] >= 0 and d["gc_time_ms"] >= 0 and after["uptime_ms"] > before["uptime_ms"]
+
+
+def test_a_missing_agent_is_a_clear_error(tmp_path):
+    with pytest.raises(agent.AgentError, match="agent at .*nope.sock"):
+        agent.query(tmp_path / "nope.sock", timeout=1)
+
+
+def test_the_agent_stops_the_jvm_with_a_clear_line_when_it_cannot_listen(tmp_path):
+    bad = tmp_path / "no-such-dir" / "agent.sock"
+    p = ServerProcess(SERVERS["dummy"], 0, tmp_path / "d.log", jvm_flags=[agent.jvm_flag(bad)])
+    with pytest.raises(StartError, match=r"dummy exited with status -?\d+ before READY: latency-diff-agent: cannot "
+                       r"listen on unix socket .*no-such-dir/agent.sock: .*No such file or directory$"):
+        p.start(timeout=30)
+    p.stop()
