@@ -52,6 +52,13 @@ PINNINGS = ("split", "shared", "none")
 #: Chosen by measurement: see README "Pinning: why shared is the default".
 DEFAULT_PINNING = "shared"
 AB_SOCKET_TIMEOUT_S = 10
+#: Warm-up: the JIT is done when its compiler threads' CPU time stands still this long (/proc)...
+JIT_QUIET_S = 1.0
+JIT_POLL_S = 0.2
+JIT_SETTLE_MAX_S = 20.0
+#: ...and another round of a fifth of the warm-up follows if it worked more than this share of a round.
+JIT_BUSY_SHARE = 0.01
+WARMUP_ROUNDS = 3
 MIN_FREE_BYTES = 1 << 20  # an ab output is ~1.3 KB, a server log a few KB
 LOCK_FILE = Path(tempfile.gettempdir()) / "latency-diff.lock"
 ENV_PREFIX = "LATENCY_DIFF_"
@@ -283,6 +290,30 @@ def new_run_dir(results_dir: Path) -> Path:
     raise RunError(f"cannot find a free run directory name under {results_dir}")
 
 
+def jit_ticks(pid: int) -> int:
+    """CPU ticks (user + system) of the JVM's JIT compiler threads so far, from /proc/<pid>/task/*/stat.
+
+    The JVM's own compile-time counter is elapsed time, which grows while a compiler thread waits for
+    the CPU; CPU time says whether it still has work. Threads that exit (the JVM retires idle compiler
+    threads) take their ticks with them, which only makes a settled JIT look more settled.
+    """
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0  # the process has exited; its caller finds out from the process itself
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        if comm.startswith(("C1 CompilerThre", "C2 CompilerThre")):
+            fields = stat.rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total
+
+
 def cpu_ticks(pid: int) -> tuple[int, int]:
     """(utime, stime) of the whole process, all threads, in clock ticks, from /proc/<pid>/stat."""
     stat = Path(f"/proc/{pid}/stat").read_text()
@@ -410,10 +441,7 @@ class Run:
             order = self.clients if trial % 2 else tuple(reversed(self.clients))
             if self.s.warmup:
                 phase("warmup")
-                warm_client = "lean" if "lean" in self.clients else "ab"
-                progress.say(f"{tag}: warming up ({self.s.warmup:,} requests, {warm_client})")
-                problem = self._client(warm_client, self.s.warmup, f"{warm_client}/{name}-t{trial}-warmup",
-                                       result.response_bytes, progress, tag, "warm-up")
+                problem = self._warm_up(entry, proc, f"{name}-t{trial}", result.response_bytes, progress, tag)
                 if problem:
                     return self._fail(entry, "warmup", problem, progress, tag)
             phase("measure")
@@ -457,19 +485,64 @@ class Run:
         self.failed[entry["server"]] = f"{phase}: {reason}"
         progress.say(f"{tag}: FAILED in {phase}: {reason}")
 
+    def _warm_up(self, entry: dict, proc: ServerProcess, stem: str, response_bytes: int | None,
+                 progress: Progress, tag: str) -> str | None:
+        """Warm-up requests, then waits for the JIT to finish what they queued; tops up while it was busy.
+
+        Under shared pinning the client and the server keep their one CPU busy, so the JIT compiler
+        threads fall behind the requests: counting requests is not enough. After each round the JIT
+        compiler threads. CPU time must stand still for JIT_QUIET_S; another round of a fifth of the
+        warm-up follows when they used more than JIT_BUSY_SHARE of the round's time.
+        """
+        client = "lean" if "lean" in self.clients else "ab"
+        rounds = entry["warmup_rounds"] = []
+        tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+        for i in range(1, WARMUP_ROUNDS + 1):
+            n = self.s.warmup if i == 1 else max(1, self.s.warmup // 5)
+            progress.say(f"{tag}: warming up ({n:,} requests, {client}" + (f", round {i})" if i > 1 else ")"))
+            jit_before, t0 = jit_ticks(proc.pid), time.monotonic()
+            problem = self._client(client, n, f"{client}/{stem}-warmup" + (f"{i}" if i > 1 else ""), response_bytes,
+                                   progress, tag, "warm-up")
+            if problem:
+                return problem
+            if not proc.server.is_java:
+                return None
+            settle_s, jit_after = self._settle_jit(proc.pid)
+            wall_ms = (time.monotonic() - t0) * 1000
+            jit_ms = (jit_after - jit_before) * tick_ms
+            rounds.append({"requests": n, "jit_cpu_ms": round(jit_ms), "settle_s": round(settle_s, 2),
+                           "wall_ms": round(wall_ms)})
+            if jit_ms <= JIT_BUSY_SHARE * wall_ms:
+                return None
+        return None
+
+    @staticmethod
+    def _settle_jit(pid: int) -> tuple[float, int]:
+        """Waits until the JIT threads' CPU time stands still for JIT_QUIET_S (at most JIT_SETTLE_MAX_S);
+        returns the seconds waited and the ticks then."""
+        start = last_change = time.monotonic()
+        last = jit_ticks(pid)
+        while time.monotonic() - last_change < JIT_QUIET_S and time.monotonic() - start < JIT_SETTLE_MAX_S:
+            time.sleep(JIT_POLL_S)
+            now = jit_ticks(pid)
+            if now != last:
+                last, last_change = now, time.monotonic()
+        return time.monotonic() - start, last
+
     def _measure(self, client: str, proc: ServerProcess, agent_socket: Path | None, stem: str,
                  response_bytes: int | None, progress: Progress, tag: str) -> dict:
         """One measured client run with the server's CPU time (/proc) and JVM counters (agent) around it."""
         m: dict = {"file": stem + (".txt" if client == "ab" else ".json"), "load_before": list(os.getloadavg())}
         jvm_before = self._agent(agent_socket, m)
-        before, t0 = cpu_ticks(proc.pid), time.monotonic()
+        before, jit0, t0 = cpu_ticks(proc.pid), jit_ticks(proc.pid), time.monotonic()
         problem = self._client(client, self.s.requests, stem, response_bytes, progress, tag, f"measuring ({client})")
         if not proc.alive():
             problem = f"server exited with status {proc.proc.returncode} during the run: {proc.log_tail(5)}"
         else:
             after = cpu_ticks(proc.pid)
             m["cpu"] = {"clock_ticks_per_s": os.sysconf("SC_CLK_TCK"), "utime_ticks": after[0] - before[0],
-                        "stime_ticks": after[1] - before[1], "wall_s": time.monotonic() - t0}
+                        "stime_ticks": after[1] - before[1], "wall_s": time.monotonic() - t0,
+                        "jit_ticks": jit_ticks(proc.pid) - jit0}
             jvm_after = self._agent(agent_socket, m)
             if jvm_before is not None and jvm_after is not None:
                 m["jvm"] = agent.delta(jvm_before, jvm_after)

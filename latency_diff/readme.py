@@ -2,7 +2,7 @@
 
 The README holds blocks like
 
-    <!-- results: results/20261122T050000Z -->
+    <!-- results: results/20261122T050000Z -->        (or "... full -->": every table and the plots)
     ...table rendered from that run...
     <!-- /results -->
 
@@ -19,12 +19,24 @@ from pathlib import Path
 
 from . import KIT_ROOT, model, report
 
-BLOCK = re.compile(r"(<!-- results: (?P<run>[^ ]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
+BLOCK = re.compile(r"(<!-- results: (?P<run>[^ ]+)(?P<full> full)? -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
 
 
-def render(run_dir: Path) -> str:
+def render(run_dir: Path, full: bool = False, root: Path = KIT_ROOT) -> str:
     r = model.build(run_dir)
     lines = [f"*{report.headline(r)}*", "", report.markdown_table(r), ""]
+    if full:
+        lines += [report.pinning_sentence(r), ""]
+        rel = run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir
+        for name, title in report.PLOTS.items():
+            if (run_dir / f"{name}.png").is_file():
+                lines += [f"![{title}]({rel}/{name}.png)", ""]
+        for title, t in (("Round trip and diff by percentile (lean client, all trials together)",
+                          report.percentile_table(r)),
+                         ("Cost per request on the server", report.cost_table(r)),
+                         ("The two clients", report.client_table(r))):
+            if t is not None and t[1]:
+                lines += [f"**{title}**", "", report.render_md(t), ""]
     if r.invalid:
         lines += ["Not in the table (invalid in this run):", ""]
         lines += [f"- **{s.name}**: {s.reason}" for s in r.invalid] + [""]
@@ -37,10 +49,10 @@ def update(readme: Path, root: Path = KIT_ROOT, check: bool = False) -> list[str
     stale: list[str] = []
 
     def replace(m: re.Match) -> str:
-        body = render(root / m.group("run"))
+        body = render(root / m.group("run"), full=bool(m.group("full")), root=root)
         if body != m.group("body"):
             stale.append(m.group("run"))
-        return m.group(1) + body + m.group(4)
+        return m.group(1) + body + m.group(5)
 
     new = BLOCK.sub(replace, text)
     if not check and new != text:

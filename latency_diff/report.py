@@ -106,9 +106,9 @@ def cost_table(r: RunResult) -> Table:
         c = s.clients[s.primary]
         rows.append([_name(s), _us(c.cpu_user.mean if c.cpu_user else None),
                      _us(c.cpu_system.mean if c.cpu_system else None), _us(c.cpu.mean if c.cpu else None),
-                     _num(c.alloc), _num(c.gc_count, 1), _num(c.gc_time_ms, 1), _num(c.compile_time_ms, 1)])
+                     _num(c.alloc), _num(c.gc_count, 1), _num(c.gc_time_ms, 1), _num(c.jit_cpu_ms, 0)])
     cols = ("server", "CPU user/req [us]", "CPU system/req [us]", "CPU/req [us]", "alloc/req [B]",
-            "GCs per run", "GC time per run [ms]", "JIT time per run [ms]")
+            "GCs per run", "GC time per run [ms]", "JIT CPU per run [ms]")
     return cols, rows, set(range(1, len(cols)))
 
 
@@ -220,7 +220,7 @@ def _client_json(c: ClientResult) -> dict:
             "server_cpu_system_ns_per_request": _summ(c.cpu_system),
             "server_cpu_ns_per_request": _summ(c.cpu), "alloc_bytes_per_request": _summ(c.alloc),
             "gc_count_per_run": _summ(c.gc_count), "gc_time_ms_per_run": _summ(c.gc_time_ms),
-            "compile_time_ms_per_run": _summ(c.compile_time_ms),
+            "compile_time_ms_per_run": _summ(c.compile_time_ms), "jit_cpu_ms_per_run": _summ(c.jit_cpu_ms),
             "histogram": None if c.histogram is None else [list(b) for b in c.histogram.buckets]}
 
 
@@ -241,7 +241,8 @@ def _server_json(s: ServerResult) -> dict:
                                          "cpu_system_ns_per_request": m.cpu_system_ns_per_request,
                                          "alloc_bytes_per_request": m.alloc_bytes_per_request,
                                          "gc_count": m.gc_count, "gc_time_ms": m.gc_time_ms,
-                                         "compile_time_ms": m.compile_time_ms, "jvm_error": m.jvm_error}
+                                         "compile_time_ms": m.compile_time_ms, "jit_cpu_ms": m.jit_cpu_ms,
+                                         "jvm_error": m.jvm_error}
                                      for k, m in t.measurements.items()}}
                    for t in s.trials],
     }
@@ -326,8 +327,9 @@ def report_md(r: RunResult, plots: dict[str, str] | None = None) -> str:
         ("Round trip and diff by percentile", "From the lean client's per-request histograms, all trials of a server "
          "together; a value is the top of its histogram bucket (at most 0.4% above the true value). The diff at a "
          "percentile is the server's value minus the dummy's at that percentile.", percentile_table(r)),
-        ("Cost per request on the server", "CPU from /proc for the whole server process; allocation, GC and JIT "
-         "counters from the kit's java agent inside the JVM, read just before and after each measured run.",
+        ("Cost per request on the server", "CPU from /proc for the whole server process, and for its JIT compiler "
+         "threads alone (JIT CPU: should be near zero after the warm-up); allocation and GC counters from the kit's "
+         "java agent inside the JVM, read just before and after each measured run.",
          cost_table(r) if r.ranked else None),
         ("The two clients", f"Time per request of ab and of the lean client in the same trials; independent clients "
          f"should agree within {AGREEMENT:.0%} (their own costs per request differ a little; the diffs cancel "

@@ -24,7 +24,8 @@ def make_run(tmp: Path, trials: dict[str, list[tuple[str, str | None]]], *, stat
 
     fixtures: an ab output (tests/fixtures/ab/*.txt), a lean-client output (tests/fixtures/lean/*.json), or
     both as "a.txt|b.json"; with any lean output the run is in the current format (run/2, per-client
-    measurements), else in the first one (run/1, ab only). cpu: "utime+stime" ticks at 100 a second.
+    measurements), else in the first one (run/1, ab only). cpu: "utime+stime[+JIT threads]" ticks at 100 a
+    second.
     jvm: server -> the agent's counter differences, added to each of its measurements.
     """
     run = tmp / "run"
@@ -59,8 +60,11 @@ def make_run(tmp: Path, trials: dict[str, list[tuple[str, str | None]]], *, stat
                 shutil.copy((LEAN if client == "lean" else AB) / f, run / rel)
                 m: dict = {"file": rel}
                 if cpu:
-                    utime, stime = (int(x) for x in cpu.split("+"))
-                    m["cpu"] = {"clock_ticks_per_s": 100, "utime_ticks": utime, "stime_ticks": stime, "wall_s": 1.0}
+                    ticks = [int(x) for x in cpu.split("+")]
+                    m["cpu"] = {"clock_ticks_per_s": 100, "utime_ticks": ticks[0], "stime_ticks": ticks[1],
+                                "wall_s": 1.0}
+                    if len(ticks) > 2:
+                        m["cpu"]["jit_ticks"] = ticks[2]
                 if jvm and name in jvm:
                     m["jvm"] = jvm[name]
                 measurements[client] = m

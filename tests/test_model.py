@@ -107,7 +107,7 @@ def _two_client_run(tmp_path, undertow_lean="valid-undertow.json"):
     return make_run(tmp_path, {
         "dummy": [(both, "100+28")] * 3,
         "floor": [("valid-dummy.txt|valid-floor.json", "50+50")] * 3,
-        "undertow": [(f"valid-undertow.txt|{undertow_lean}", "150+50")] * 3,
+        "undertow": [(f"valid-undertow.txt|{undertow_lean}", "150+50+4")] * 3,
     }, response_bytes={"undertow": 299}, jvm={"undertow": {"allocated_bytes": 2_000_000, "gc_count": 1,
                                                            "gc_time_ms": 3, "compile_time_ms": 40, "threads": 20}})
 
@@ -141,7 +141,7 @@ def test_two_clients_lean_is_primary_with_percentiles_and_agent_costs(tmp_path):
     # Agent counters per request of the lean client's 20000 requests; JIT busy 40 ms of a 1 s run.
     c = undertow.clients["lean"]
     assert c.alloc.mean == pytest.approx(100.0) and c.gc_count.mean == 1 and c.gc_time_ms.mean == 3
-    assert any("JIT compilers worked 40 ms during a 1000 ms measured run" in w for w in undertow.warnings)
+    assert any("JIT compiler threads used 40 ms of CPU during a 1000 ms measured run" in w for w in undertow.warnings)
     assert c.cpu_user.mean == pytest.approx(150 * 1e7 / 20000) and c.cpu_system.mean == pytest.approx(50 * 1e7 / 20000)
     assert dummy.clients["lean"].alloc is None  # no agent record: no number, not zero
 
