@@ -91,6 +91,11 @@ class ClientResult:
     percentiles: dict[str, int] | None = None
     percentile_diffs: dict[str, int] | None = None
     histogram: Histogram | None = None
+    #: lean only: each trial's median round trip (p50 of its histogram): robust to the rare long stalls
+    #: that dominate a mean on a noisy machine. Summarized like the mean, and minus the dummy's.
+    p50_values: list[float] = field(default_factory=list)
+    p50: Summary | None = None
+    p50_diff: Summary | None = None
     cpu_user: Summary | None = None
     cpu_system: Summary | None = None
     cpu: Summary | None = None
@@ -336,6 +341,8 @@ def _client_result(s: ServerResult, client: str) -> ClientResult | None:
                      compile_time_ms=_summary([m.compile_time_ms for m in ms]),
                      jit_cpu_ms=_summary([m.jit_cpu_ms for m in ms]))
     hists = [m.histogram for m in ms if m.histogram is not None]
+    c.p50_values = [float(h.percentile(50)) for h in hists if h.count]
+    c.p50 = _summary(c.p50_values)
     if hists:
         c.histogram = histogram.merge(hists)
         c.percentiles = c.histogram.percentiles()
@@ -372,10 +379,14 @@ def _evaluate(r: RunResult) -> None:
             if not s.valid:
                 continue
             for client, c in s.clients.items():
+                bc = base.clients.get(client)
                 if s.baseline:
                     c.diff = Summary(0.0, 0.0, 0.0, 0.0, 0.0, c.rtt.n)  # by definition: the baseline's own diff
-                elif client in base.clients:
+                    c.p50_diff = Summary(0.0, 0.0, 0.0, 0.0, 0.0, len(c.p50_values)) if c.p50_values else None
+                elif bc is not None:
                     c.diff = stats.welch_difference(s.client_rtts(client), base.client_rtts(client))
+                    if c.p50_values and bc.p50_values:
+                        c.p50_diff = stats.welch_difference(c.p50_values, bc.p50_values)
                 bp = base.clients.get(client)
                 if c.percentiles and bp is not None and bp.percentiles:
                     c.percentile_diffs = {k: v - bp.percentiles[k] for k, v in c.percentiles.items()}

@@ -65,7 +65,7 @@ Table = tuple[tuple[str, ...], list[list[str]], set[int]]
 
 def main_table(r: RunResult, *, with_version: bool = False) -> Table:
     cols = ["server", "threading", "round trip [us]", "median [us]", "diff [us]", "diff 95% CI [us]",
-            "CPU/req [us]", "alloc/req [B]", "req/s", "trials"]
+            "p50 diff [us]", "p50 diff 95% CI [us]", "CPU/req [us]", "alloc/req [B]", "req/s", "trials"]
     if with_version:
         cols.insert(1, "version")
     out = []
@@ -74,9 +74,11 @@ def main_table(r: RunResult, *, with_version: bool = False) -> Table:
         if s.differs_from_previous is False:
             diff += f" {NOT_SIGNIFICANT}"
         ci = "baseline" if s.baseline else ci_text(s.diff)
-        alloc = s.clients[s.primary].alloc
-        row = [_name(s), s.threading, _pm(s.rtt), _us(s.rtt.median), diff, ci, _us(s.cpu.mean if s.cpu else None),
-               _num(alloc), f"{s.rps.mean:,.0f}", str(s.rtt.n)]
+        p = s.clients[s.primary]
+        p50_ci = "baseline" if s.baseline and p.p50_diff else ci_text(p.p50_diff)
+        row = [_name(s), s.threading, _pm(s.rtt), _us(s.rtt.median), diff, ci,
+               _us(p.p50_diff.mean if p.p50_diff else None), p50_ci, _us(s.cpu.mean if s.cpu else None),
+               _num(p.alloc), f"{s.rps.mean:,.0f}", str(s.rtt.n)]
         if with_version:
             row.insert(1, _version(s))
         out.append(row)
@@ -177,7 +179,8 @@ def pinning_sentence(r: RunResult) -> str:
 def legend(r: RunResult) -> str:
     return (f"round trip: {r.primary}'s time per request (elapsed / requests), mean ± stdev over trials, each a fresh "
             f"server process; diff: round trip minus the dummy's, 95% Welch interval including the dummy's own "
-            f"uncertainty; {NOT_SIGNIFICANT}: not significantly different from the row above; CPU/req: the server "
+            f"uncertainty; {NOT_SIGNIFICANT}: not significantly different from the row above; p50 diff: the same for "
+            "each trial's median request (lean client), which rare long stalls do not move; CPU/req: the server "
             "process's user + system CPU time over the measured run; alloc/req: bytes the server JVM allocated, "
             "from the kit's java agent.")
 
@@ -215,6 +218,7 @@ def _summ(x: Summary | None) -> dict | None:
 
 def _client_json(c: ClientResult) -> dict:
     return {"rtt_ns": _summ(c.rtt), "diff_ns": _summ(c.diff), "rps": _summ(c.rps), "mean_rtt_ns": _summ(c.mean_rtt),
+            "p50_ns": _summ(c.p50), "p50_diff_ns": _summ(c.p50_diff),
             "percentiles_ns": c.percentiles, "percentile_diffs_ns": c.percentile_diffs,
             "server_cpu_user_ns_per_request": _summ(c.cpu_user),
             "server_cpu_system_ns_per_request": _summ(c.cpu_system),
@@ -284,6 +288,9 @@ def _csv_columns() -> list[tuple[str, Callable[[ServerResult], object]]]:
         ("rtt_ns_ci95_high", g(lambda s: s.rtt, "ci95_high")), ("diff_ns_mean", g(lambda s: s.diff, "mean")),
         ("diff_ns_ci95_low", g(lambda s: s.diff, "ci95_low")), ("diff_ns_ci95_high", g(lambda s: s.diff, "ci95_high")),
         ("diff_significant_vs_previous", lambda s: "" if s.differs_from_previous is None else s.differs_from_previous),
+        ("p50_diff_ns_mean", g(lambda s: prim(s).p50_diff if prim(s) else None, "mean")),
+        ("p50_diff_ns_ci95_low", g(lambda s: prim(s).p50_diff if prim(s) else None, "ci95_low")),
+        ("p50_diff_ns_ci95_high", g(lambda s: prim(s).p50_diff if prim(s) else None, "ci95_high")),
         ("rps_mean", g(lambda s: s.rps, "mean")),
         ("server_cpu_user_ns_per_request", g(lambda s: prim(s).cpu_user if prim(s) else None, "mean")),
         ("server_cpu_system_ns_per_request", g(lambda s: prim(s).cpu_system if prim(s) else None, "mean")),

@@ -135,6 +135,11 @@ def test_two_clients_lean_is_primary_with_percentiles_and_agent_costs(tmp_path):
            for k, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9))},
         "max": u_max - lean_dummy["max_ns"]}
     assert undertow.diff.mean == pytest.approx(undertow.rtt.mean - dummy.rtt.mean)
+    # Each trial's median request, then across trials: identical trials, so an exact, zero-width interval.
+    u_p50 = u_values[math.ceil(0.5 * len(u_values)) - 1]
+    p50_diff = undertow.clients["lean"].p50_diff
+    assert (p50_diff.mean, p50_diff.ci95_low, p50_diff.ci95_high) == (u_p50 - expected["p50"],) * 3
+    assert undertow.clients["ab"].p50_diff is None  # ab has no per-request times
     # ab disagrees with lean here (the fixtures are different runs): flagged with the size.
     assert undertow.agreement == pytest.approx((109_950.0 - undertow.rtt.mean) / undertow.rtt.mean)
     assert any("ab and the lean client disagree" in w for w in undertow.warnings)
