@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", choices=sorted(PROFILES), help="default, quick or original (the study's single "
                    "10,000,000-request run)")
     p.add_argument("--quick", action="store_true",
-                   help="same as --profile quick: a smoke run, about two minutes for every server")
+                   help="same as --profile quick: a smoke run, about two and a half minutes for every server")
     p.add_argument("--requests", type=int, metavar="N", help="requests per measured ab run")
     p.add_argument("--trials", type=int, metavar="N", help="measured runs per server, each in a fresh JVM")
     p.add_argument("--warmup", type=int, metavar="N", help="requests sent before each measured run (JIT warm-up)")

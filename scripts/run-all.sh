@@ -15,8 +15,8 @@ builds the server jars with the Maven wrapper when they are missing or stale, th
 server with `ab -k -c1` and prints the latency-diff table. Results go to results/<UTC time>/.
 
 Examples:
-  ./scripts/run-all.sh                       # default profile, every server (about 20 minutes)
-  ./scripts/run-all.sh --quick               # smoke run, about two minutes
+  ./scripts/run-all.sh                       # default profile, every server (about 30 minutes)
+  ./scripts/run-all.sh --quick               # smoke run, about two and a half minutes
   ./scripts/run-all.sh --servers undertow,jetty --trials 10
   ./scripts/run-all.sh --profile original    # the 2014 study's single 10,000,000-request run
 
