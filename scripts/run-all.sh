@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: check and set up the tools, build the jars, measure every server, analyze.
+# The main job: check and set up the tools, build the jars and C programs, measure every server, analyze.
 # All options belong to the driver (latency_diff/driver.py); see --help.
 set -euo pipefail
 
@@ -10,14 +10,17 @@ usage() {
   cat <<'USAGE'
 Usage: ./scripts/run-all.sh [OPTIONS]
 
-Finds a JDK 21+, ApacheBench and Python 3.11+ (installing ab and the Python packages when it can),
-builds the server jars with the Maven wrapper when they are missing or stale, then measures every
-server with `ab -k -c1` and prints the latency-diff table. Results go to results/<UTC time>/.
+Finds a JDK 21+, ApacheBench, a C compiler and Python 3.11+ (installing ab, gcc and the Python
+packages when it can), builds the server jars and the java agent with the Maven wrapper and the
+lean client and floor responder with cc when they are missing or stale, then measures every server
+with the lean client and `ab -k -c1` (--client) under the chosen CPU pinning (--pinning) and prints
+the latency-diff tables. Results and plots go to results/<UTC time>/.
 
 Examples:
   ./scripts/run-all.sh                       # default profile, every server (about 30 minutes)
   ./scripts/run-all.sh --quick               # smoke run, about two and a half minutes
   ./scripts/run-all.sh --servers undertow,jetty --trials 10
+  ./scripts/run-all.sh --pinning split --client ab   # the study's set-up and client
   ./scripts/run-all.sh --profile original    # the 2014 study's single 10,000,000-request run
 
 USAGE
