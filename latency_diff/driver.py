@@ -492,8 +492,9 @@ class Run:
 
         Under shared pinning the client and the server keep their one CPU busy, so the JIT compiler
         threads fall behind the requests: counting requests is not enough. After each round the JIT
-        compiler threads. CPU time must stand still for JIT_QUIET_S; another round of a fifth of the
-        warm-up follows when they used more than JIT_BUSY_SHARE of the round's time.
+        compiler threads' CPU time must stand still for JIT_QUIET_S; another round of a fifth of the
+        warm-up follows (at most WARMUP_ROUNDS in all) when they used more than JIT_BUSY_SHARE of the
+        round's time. The quick profile skips the waiting.
         """
         client = "lean" if "lean" in self.clients else "ab"
         rounds = entry["warmup_rounds"] = []
