@@ -20,7 +20,9 @@ from . import KIT_ROOT
 THREADING_MODELS = ("event loop", "thread pool", "virtual threads", "blocking")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline", "nonconformant",
-           "reference", "executable", "parses_http"}
+           "reference", "executable", "parses_http", "http"}
+#: The HTTP versions a server can be measured with: ab's HTTP/1.0 keep-alive request, or HTTP/1.1 (persistent by default).
+HTTP_VERSIONS = ("1.0", "1.1")
 #: Maven modules that are not servers: built in the same reactor, used by the driver.
 AGENT_DIR = KIT_ROOT / "agent"
 #: Where scripts/lib.sh builds the C programs of native/ (the lean client and the floor responder).
@@ -51,6 +53,9 @@ class Server:
     executable: str | None = None
     #: False for the floor: it counts bytes instead of parsing HTTP, so hostile clients do not apply.
     parses_http: bool = True
+    #: The HTTP version it is measured with by default: "1.0" (ab's request) or "1.1" for a server that cannot keep
+    #: an HTTP/1.0 connection alive (lean client only; the baseline then gets the same request bytes).
+    http: str = "1.0"
 
     @property
     def is_java(self) -> bool:
@@ -99,6 +104,7 @@ class Server:
             "threading": self.threading, "args": list(self.args), "jvm_flags": list(self.jvm_flags),
             "baseline": self.baseline, "notes": self.notes, "nonconformant": self.nonconformant,
             "reference": self.reference, "executable": self.executable, "parses_http": self.parses_http,
+            "http": self.http,
         }
 
 
@@ -158,6 +164,9 @@ def _load(path: Path) -> list[Server]:
         for key in ("reference", "parses_http", "baseline"):
             if key in entry and not isinstance(entry[key], bool):
                 raise ServerError(f"{where}: '{key}' must be true or false")
+        http = entry.get("http", "1.0")
+        if http not in HTTP_VERSIONS:
+            raise ServerError(f"{where}: 'http' must be one of {', '.join(repr(v) for v in HTTP_VERSIONS)}")
         for key in ("args", "jvm_flags"):
             value = entry.get(key, [])
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -169,7 +178,7 @@ def _load(path: Path) -> list[Server]:
             baseline=bool(entry.get("baseline", False)),
             nonconformant=" ".join(gap.split()) if gap else None,
             reference=bool(entry.get("reference", False)), executable=executable,
-            parses_http=bool(entry.get("parses_http", True)),
+            parses_http=bool(entry.get("parses_http", True)), http=http,
         ))
     return servers
 
