@@ -1,14 +1,20 @@
 """The conformance checker: is this server's answer to ab's request the reference response?
 
 It sends the exact bytes that `ab -k` sends (HTTP/1.0, Connection: Keep-Alive) over one
-connection, one request at a time, and checks: status 200; exactly the reference's header names;
-its constant header values; body HelloWorld; Connection: keep-alive and the connection kept open;
-the same length every time and within 8 bytes of the dummy's; a valid Date near the local clock
-that changes from one second to the next; and nothing sent beyond each response. The test suite
-and the driver both use it (DESIGN.md section 2).
+connection, one request at a time, or in HTTP/1.1 mode the same request as HTTP/1.1 (a Host
+header, persistent by default, no Connection header: what the lean client sends to servers that
+cannot keep ab's HTTP/1.0 connection alive). Either way it checks: status 200; exactly the
+reference's header names; its constant header values; body HelloWorld; Connection: keep-alive
+and the connection kept open; the same length every time and within 8 bytes of the dummy's; a
+valid Date near the local clock that changes from one second to the next; and nothing sent
+beyond each response. In HTTP/1.1 mode `Connection: keep-alive` may be left out, since HTTP/1.1
+connections are persistent by default and most libraries send the header only to HTTP/1.0
+clients; a response without it is compared with the dummy's length as if it had those 24 bytes,
+so that the 8-byte rule still holds for everything else. The test suite and the driver both use
+the checker (the architecture notes, section 2).
 
-Usage: python3 -m latency_diff.conformance SERVER [SERVER ...]   (starts each one, checks it, stops it)
-       python3 -m latency_diff.conformance --port P [--name NAME] (checks a server already running)
+Usage: python3 -m latency_diff.conformance [--http 1.0|1.1] SERVER [SERVER ...]   (starts each, checks, stops)
+       python3 -m latency_diff.conformance --port P [--name NAME] [--http 1.1]  (checks a server already running)
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ LENGTH_TOLERANCE = 8
 #: Headers whose value the checker compares with the reference (the others are live or per server).
 LIVE_HEADERS = {"date", "server"}
 SOCKET_TIMEOUT_S = 5.0
+#: HTTP/1.1 mode: a response may leave this header out (persistence is the default there)...
+HTTP11_OPTIONAL = "connection"
+#: ...and is then compared with the dummy's length as if it had it.
+CONNECTION_LINE_BYTES = len(b"Connection: keep-alive\r\n")
 #: How far behind the clock a cached Date may lag and still count as live.
 DATE_CACHE_LAG_S = 0.8
 
@@ -38,6 +48,16 @@ def ab_request(host: str, port: int) -> bytes:
     """The exact request bytes of `ab -k` 2.3 (captured from ab itself)."""
     return (f"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\nHost: {host}:{port}\r\n"
             "User-Agent: ApacheBench/2.3\r\nAccept: */*\r\n\r\n").encode("ascii")
+
+
+def request_bytes(http: str, host: str, port: int) -> bytes:
+    """The request of each HTTP mode: "1.0" is ab's own; "1.1" the same as HTTP/1.1, without Connection."""
+    if http == "1.0":
+        return ab_request(host, port)
+    if http == "1.1":
+        return (f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: ApacheBench/2.3\r\n"
+                "Accept: */*\r\n\r\n").encode("ascii")
+    raise ValueError(f"HTTP version {http!r}: expected '1.0' or '1.1'")
 
 
 @dataclass(frozen=True)
@@ -129,19 +149,21 @@ class Result:
     #: The first response's Date and the clock (time.time()) when it arrived, for check_date_later.
     date: str | None = None
     received_at: float | None = None
+    #: The HTTP version of the requests it sent.
+    http: str = "1.0"
 
     def summary(self) -> str:
         return "conformant" if self.ok else "; ".join(self.problems)
 
 
-def _check_one(r: Response, ref: Reference, name: str | None) -> list[str]:
+def _check_one(r: Response, ref: Reference, name: str | None, http: str = "1.0") -> list[str]:
     problems = []
     if not r.status_line.startswith("HTTP/1."):
         problems.append(f"status line {r.status_line!r} is not HTTP/1.x")
     if r.status != ref.status:
         problems.append(f"status {r.status}, expected {ref.status}")
     got = [n.lower() for n, _ in r.headers]
-    missing = [n for n in ref.names if n not in got]
+    missing = [n for n in ref.names if n not in got and not (http == "1.1" and n == HTTP11_OPTIONAL)]
     extra = [n for n in got if n not in ref.names]
     dupes = sorted({n for n in got if got.count(n) > 1})
     if missing:
@@ -151,7 +173,7 @@ def _check_one(r: Response, ref: Reference, name: str | None) -> list[str]:
     if dupes:
         problems.append(f"header(s) sent twice: {', '.join(dupes)}")
     for n, v in ref.headers:
-        if n.lower() in LIVE_HEADERS or n.lower() in missing:
+        if n.lower() in LIVE_HEADERS or n.lower() in missing or n.lower() not in got:
             continue
         values = r.get(n)
         if values and values[0].lower() != v.lower():
@@ -175,10 +197,11 @@ def _is_imf_fixdate(value: str) -> bool:
 
 
 def check(port: int, host: str = "127.0.0.1", *, name: str | None = None, reference_length: int | None = None,
-          requests: int = 5, check_date_change: bool = True) -> Result:
-    """Checks the server on host:port. Never raises for a misbehaving server: problems are in the result."""
+          requests: int = 5, check_date_change: bool = True, http: str = "1.0") -> Result:
+    """Checks the server on host:port with HTTP/1.0 (ab's request) or HTTP/1.1. Never raises for a misbehaving
+    server: problems are in the result."""
     ref = load_reference()
-    request = ab_request(host, port)
+    request = request_bytes(http, host, port)
     problems: list[str] = []
     responses: list[Response] = []
     received_at = None
@@ -218,20 +241,24 @@ def check(port: int, host: str = "127.0.0.1", *, name: str | None = None, refere
     except OSError as e:
         problems.append(f"cannot talk to {host}:{port}: {e}")
     for r in responses:
-        for p in _check_one(r, ref, name):
+        for p in _check_one(r, ref, name, http):
             if p not in problems:  # one fault repeated on every response is reported once
                 problems.append(p)
     lengths = sorted({len(r.raw) for r in responses})
     if len(lengths) > 1:
         problems.append(f"response length changed between requests: {lengths}")
     length = lengths[0] if lengths else None
-    if length is not None and reference_length is not None and abs(length - reference_length) > LENGTH_TOLERANCE:
-        problems.append(f"response is {length} bytes, the dummy's {reference_length}: more than "
+    # HTTP/1.1 without Connection: keep-alive counts as if it had it (the dummy always sends it).
+    without = http == "1.1" and bool(responses) and not responses[0].get("Connection")
+    compared = None if length is None else length + (CONNECTION_LINE_BYTES if without else 0)
+    if compared is not None and reference_length is not None and abs(compared - reference_length) > LENGTH_TOLERANCE:
+        problems.append(f"response is {length} bytes" + (f" ({compared} with Connection: keep-alive)" if without
+                                                          else "") + f", the dummy's {reference_length}: more than "
                         f"{LENGTH_TOLERANCE} bytes apart")
     dates = responses[0].get("Date") if responses else []
     return Result(ok=not problems, problems=problems, response_bytes=length,
                   raw=responses[0].raw if responses else b"", date=dates[0] if dates else None,
-                  received_at=received_at)
+                  received_at=received_at, http=http)
 
 
 def _date_wait(since: float, now: float | None = None) -> float:
@@ -255,7 +282,7 @@ def check_date_later(port: int, first: Result, host: str = "127.0.0.1") -> str |
     time.sleep(_date_wait(first.received_at))
     try:
         with socket.create_connection((host, port), timeout=SOCKET_TIMEOUT_S) as sock:
-            sock.sendall(ab_request(host, port))
+            sock.sendall(request_bytes(first.http, host, port))
             later = _Reader(sock).response()
     except (OSError, ProtocolError) as e:
         return f"the request after a second failed: {e}"
@@ -267,8 +294,9 @@ def check_date_later(port: int, first: Result, host: str = "127.0.0.1") -> str |
     return None
 
 
-def check_servers(names: list[str], *, verbose: bool = True) -> dict[str, Result]:
-    """Starts the dummy (for its length) and each named server on a free port; checks; stops."""
+def check_servers(names: list[str], *, verbose: bool = True, http: str | None = None) -> dict[str, Result]:
+    """Starts the dummy (for its length) and each named server on a free port; checks each with `http`, or
+    with its own HTTP version (server.toml) when None; stops."""
     from .process import ServerProcess
     from .servers import discover, select
     servers = select(discover(), ",".join(names) if names else None)
@@ -278,12 +306,14 @@ def check_servers(names: list[str], *, verbose: bool = True) -> dict[str, Result
         for server in servers:
             with ServerProcess(server, 0, Path(tmp) / f"{server.name}.log") as proc:
                 port = proc.start()
-                result = check(port, name=server.name, reference_length=reference_length)
+                result = check(port, name=server.wire_name, reference_length=reference_length,
+                               http=http or server.http)
             if server.baseline:
                 reference_length = result.response_bytes
             results[server.name] = result
             if verbose:
-                print(f"{server.name:14} {result.response_bytes or '-':>5} bytes  {result.summary()}")
+                print(f"{server.name:14} HTTP/{result.http} {result.response_bytes or '-':>5} bytes  "
+                      f"{result.summary()}")
     return results
 
 
@@ -294,16 +324,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--name", help="the expected Server header (with --port)")
     parser.add_argument("--reference-length", type=int, help="the dummy's response length (with --port)")
+    parser.add_argument("--http", choices=("1.0", "1.1"), help="HTTP version of the requests (default: each "
+                        "server's own, from its server.toml; 1.0 with --port)")
     args = parser.parse_args(argv)
     if args.port is not None:
-        result = check(args.port, args.host, name=args.name, reference_length=args.reference_length)
+        result = check(args.port, args.host, name=args.name, reference_length=args.reference_length,
+                       http=args.http or "1.0")
         print(f"{result.response_bytes or '-'} bytes: {result.summary()}")
         if result.raw:
             print(result.raw.decode("latin-1"))
         return 0 if result.ok else 1
     from .process import StartError
     try:
-        results = check_servers(args.servers)
+        results = check_servers(args.servers, http=args.http)
     except StartError as e:
         print(f"conformance: {e}", file=sys.stderr)
         return 1

@@ -2,7 +2,7 @@
 
 Usage: python3 tests/misbehaving.py MODE PORT   (prints READY misbehaving PORT, serves until killed)
 Modes: ok, alternate-length, status-500, close-after-3, extra-header, stale-date, frozen-date,
-       no-keepalive, wrong-server, crash-after-3000, hang-after-3000
+       no-keepalive, wrong-server, crash-after-3000, hang-after-3000, no-connection-header
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from latency_diff.conformance import load_reference  # noqa: E402
 
 MODES = ("ok", "alternate-length", "status-500", "close-after-3", "extra-header", "stale-date", "frozen-date",
-         "no-keepalive", "wrong-server", "crash-after-3000", "hang-after-3000")
+         "no-keepalive", "wrong-server", "crash-after-3000", "hang-after-3000", "no-connection-header")
 STARTED = email.utils.formatdate(usegmt=True)  # frozen-date: a valid Date that never changes
 
 
@@ -36,6 +36,8 @@ def response(mode: str, count: int, name: str) -> bytes:
             v = str(len(body))
         if n == "Connection" and mode == "no-keepalive":
             v = "close"
+        if n == "Connection" and mode == "no-connection-header":
+            continue  # as most libraries answer an HTTP/1.1 request: persistent without saying so
         lines.append(f"{n}: {v}")
     if mode == "extra-header":
         lines.append("X-Powered-By: tests")

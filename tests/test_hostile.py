@@ -133,7 +133,7 @@ def test_server_survives_hostile_input_without_leaking_threads(server, tmp_path)
         assert p.alive(), f"{server.name} died: {p.log_tail(5)}"
         answers_normally(port)
         if not server.nonconformant:
-            result = conformance.check(port, name=server.name, check_date_change=False)
+            result = conformance.check(port, name=server.name, check_date_change=False, http=server.http)
             assert result.ok, result.summary()
         after = settle(p.pid, before + THREAD_SLACK, SETTLE_S)
         history = [before, after]
