@@ -45,6 +45,12 @@ class AbRun:
         return self.complete / self.time_taken_s
 
     @property
+    def block_rtt_ns(self) -> float:
+        """Mean round trip from ab's 'Requests per second' line: ab prints it from its microsecond-resolution
+        elapsed time, while 'Time taken for tests' is rounded to the millisecond (too coarse for a short block)."""
+        return 1e9 / self.rps_reported
+
+    @property
     def bytes_per_response(self) -> float:
         return self.total_transferred / self.complete
 

@@ -8,9 +8,10 @@ into the run directory and prints the tables. Parses strictly: a malformed or tr
 error naming the file and what is wrong, the exit status is non-zero and nothing is written.
 
 compare: for each server valid in both runs, the change of its diff from RUN_A to RUN_B with a 95%
-interval (both runs' trial spreads, servers' and dummies', propagated), and "not significant"
-where the interval includes zero: a regression check between versions, JDKs or machines.
-Exit status 0; 1 on an unreadable run.
+interval (over both runs' process pairs, each already paired with its own baseline), and "not
+significant" where the interval includes zero: a regression check between versions, JDKs or
+machines. Both runs must be of the paired format (latency-diff/run/3); a run of the earlier
+single-server format is refused with a message saying so. Exit status 0; 1 on an unreadable run.
 """
 
 from __future__ import annotations
@@ -50,13 +51,12 @@ def compare(a: model.RunResult, b: model.RunResult) -> tuple[report.Table, list[
     notes = []
     if a.primary != b.primary:
         notes.append(f"the runs' diffs come from different clients ({a.primary} and {b.primary})")
-    for key in ("pinning", "profile", "requests"):
+    for key in ("pinning", "profile", "block_requests", "http"):
         if a.settings.get(key) != b.settings.get(key):
             notes.append(f"{key} differs: {a.settings.get(key)} in {a.run_id}, {b.settings.get(key)} in {b.run_id}")
-    base_a, base_b = a.baseline, b.baseline
-    if base_a is None or base_b is None:
-        notes.append("a run has no valid dummy baseline, so no diff can be compared")
-        return (("server",), [], set()), notes
+    if a.env.get("cpu_model") != b.env.get("cpu_model"):
+        notes.append(f"the runs come from different CPUs ({a.env.get('cpu_model')}; {b.env.get('cpu_model')}): a "
+                     "change may be the machine's")
     by_name = {s.name: s for s in b.servers}
     rows = []
     for sa in a.ranked:
@@ -66,9 +66,10 @@ def compare(a: model.RunResult, b: model.RunResult) -> tuple[report.Table, list[
         if sb is None or not sb.valid:
             notes.append(f"{sa.name}: " + ("not in " if sb is None else "invalid in ") + b.run_id)
             continue
-        change = stats.contrast([(1, sb.rtts), (-1, base_b.rtts), (-1, sa.rtts), (1, base_a.rtts)])
+        # Each run's pair estimates are already server minus baseline, and pairs are independent.
+        change = stats.welch_difference(sb.estimates, sa.estimates)
         if change.ci95_low is None:
-            verdict = "too few trials"
+            verdict = "too few pairs"
         elif change.ci95_low <= 0 <= change.ci95_high:
             verdict = "not significant"
         else:
@@ -97,8 +98,8 @@ def main_compare(argv: list[str]) -> int:
     t, notes = compare(a, b)
     print(f"A: {report.headline(a)}\nB: {report.headline(b)}\n")
     print(report.render_text(t) if t[1] else "(no server to compare)")
-    print("\nchange: diff B minus diff A, 95% Welch-Satterthwaite interval over both runs' trials "
-          "(servers' and dummies'); not significant: the interval includes 0.")
+    print("\nchange: diff B minus diff A, 95% Welch interval over both runs' process pairs (each already paired "
+          "with its own baseline); not significant: the interval includes 0.")
     for n in notes:
         print(f"note: {n}")
     return 0

@@ -74,9 +74,9 @@ class LeanRun:
         return p
 
 
-def command(host: str, port: int, request_file: Path, requests: int, timeout_ms: int) -> list[str]:
+def command(host: str, port: int, request_file: Path, requests: int, timeout_ms: int, warmup: int = 0) -> list[str]:
     return [str(EXECUTABLE), "--host", host, "--port", str(port), "--request", str(request_file),
-            "--requests", str(requests), "--timeout-ms", str(timeout_ms)]
+            "--requests", str(requests), "--warmup", str(warmup), "--timeout-ms", str(timeout_ms)]
 
 
 def parse(text: str, path: str = "<lean output>") -> LeanRun:

@@ -84,11 +84,11 @@ class ServerProcess:
                 log.write(line)
                 log.flush()
                 self._tail.append(line.rstrip("\n"))
-                if line.startswith((f"{self.server.name}: ", "latency-diff-agent: ")):
+                if line.startswith((f"{self.server.wire_name}: ", "latency-diff-agent: ")):
                     self._own.append(line.rstrip("\n"))
                 parts = line.split()
                 if not self._ready.is_set() and len(parts) == 3 and parts[0] == "READY" \
-                        and parts[1] == self.server.name and parts[2].isdigit():
+                        and parts[1] == self.server.wire_name and parts[2].isdigit():
                     self.port = int(parts[2])
                     self._ready.set()
 

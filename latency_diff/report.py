@@ -10,10 +10,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
 
+from . import stats
 from .histogram import PERCENTILES, label
-from .model import AGREEMENT, SUMMARY_FORMAT, ClientResult, RunResult, ServerResult
+from .model import SUMMARY_FORMAT, ClientResult, RunResult, ServerResult
 from .stats import Summary
 
 NOT_SIGNIFICANT = "≈"
@@ -21,12 +21,15 @@ PERCENTILE_KEYS = tuple(label(p) for p in PERCENTILES) + ("max",)
 PLOTS = {"diffs": "Diffs with their 95% intervals", "percentiles": "Round trip by percentile"}
 
 PINNING_MEANING = {
-    "split": "client and server on two CPUs (the 2014 study's set-up): a round trip includes waking the other "
-             "CPU, and the diff is the server's added critical-path latency",
-    "shared": "client and server on one CPU: a round trip is the client's plus the server's CPU work plus the "
-              "kernel's, with no cross-CPU wake-up, so the diff is the server's CPU work per request",
-    "none": "not pinned: the scheduler placed client and server, so round trips mix both cases above",
+    "split": "client on one CPU, the baseline and the server on another (the 2014 study's set-up): a round trip "
+             "includes waking the other CPU, and the diff is the server's added critical-path latency",
+    "shared": "client, baseline and server on one CPU: a round trip is the client's plus the server's CPU work plus "
+              "the kernel's, with no cross-CPU wake-up, so the diff is the server's CPU work per request",
+    "none": "not pinned: the scheduler placed client and servers, so round trips mix both cases above",
 }
+
+# -- tables: (columns, rows, right-aligned column indexes) ----------------------------------------
+Table = tuple[tuple[str, ...], list[list[str]], set[int]]
 
 
 def _us(ns: float | None, digits: int = 2) -> str:
@@ -39,19 +42,21 @@ def ci_text(s: Summary | None) -> str:
     return f"[{s.ci95_low / 1000:.2f}, {s.ci95_high / 1000:.2f}]"
 
 
-def _pm(s: Summary | None) -> str:
-    if s is None:
-        return "-"
-    return _us(s.mean) + ("" if s.stdev is None else f" ± {_us(s.stdev)}")
+def _mean(s: Summary | None, digits: int = 2) -> str:
+    return "-" if s is None else _us(s.mean, digits)
 
 
-def _num(s: Summary | None, digits: int = 0, scale: float = 1.0) -> str:
-    return "-" if s is None else f"{s.mean * scale:,.{digits}f}"
+def _num(s: Summary | None, digits: int = 0) -> str:
+    return "-" if s is None else f"{s.mean:,.{digits}f}"
+
+
+def _count(n: int | None) -> str:
+    return "?" if n is None else f"{n:,}"
 
 
 def _version(s: ServerResult) -> str:
     if s.library is None:
-        return "built in" if not (s.baseline or s.reference) else "-"
+        return "built in" if not s.ladder else "-"
     return s.library_version or "?"
 
 
@@ -59,76 +64,123 @@ def _name(s: ServerResult) -> str:
     return s.name + (" (baseline)" if s.baseline else "")
 
 
-# -- tables: (columns, rows, right-aligned column indexes) ----------------------------------------
-Table = tuple[tuple[str, ...], list[list[str]], set[int]]
+def _client(s: ServerResult, name: str) -> ClientResult | None:
+    return s.clients.get(name)
 
 
 def main_table(r: RunResult, *, with_version: bool = False) -> Table:
-    cols = ["server", "threading", "round trip [us]", "median [us]", "diff [us]", "diff 95% CI [us]",
-            "p50 diff [us]", "p50 diff 95% CI [us]", "CPU/req [us]", "alloc/req [B]", "req/s", "trials"]
+    """The headline: each server's diff with its interval, the pairs it took and whether the target was met."""
+    cols = ["server", "threading", "HTTP", "diff [us]", "diff 95% CI [us]", "target [us]", "pairs", "met",
+            "ab diff [us]", "ab 95% CI [us]", "CPU diff [us]", "alloc/req [B]"]
     if with_version:
         cols.insert(1, "version")
     out = []
     for s in r.ranked:
-        diff = _us(s.diff.mean) if s.diff else "-"
-        if s.differs_from_previous is False:
-            diff += f" {NOT_SIGNIFICANT}"
-        ci = "baseline" if s.baseline else ci_text(s.diff)
-        p = s.clients[s.primary]
-        p50_ci = "baseline" if s.baseline and p.p50_diff else ci_text(p.p50_diff)
-        row = [_name(s), s.threading, _pm(s.rtt), _us(s.rtt.median), diff, ci,
-               _us(p.p50_diff.mean if p.p50_diff else None), p50_ci, _us(s.cpu.mean if s.cpu else None),
-               _num(p.alloc), f"{s.rps.mean:,.0f}", str(s.rtt.n)]
+        ab = _client(s, "ab") if s.primary != "ab" else None
+        if s.baseline:
+            row = [_name(s), s.threading, s.http, "0.00", "baseline", "-", str(s.diff.n), "-", "-", "-", "-",
+                   _num(s.alloc)]
+        else:
+            diff = _us(s.diff.mean) + (f" {NOT_SIGNIFICANT}" if s.differs_from_previous is False else "")
+            met = "-" if s.target_met is None or s.diff.n < 2 else ("yes" if s.target_met else "NO")
+            row = [_name(s), s.threading, s.http, diff, ci_text(s.diff), f"±{_us(s.target_ns)}", str(s.diff.n), met,
+                   _mean(ab.diff if ab else None), ci_text(ab.diff if ab else None),
+                   _mean(s.cpu_diff), _num(s.alloc)]
         if with_version:
             row.insert(1, _version(s))
         out.append(row)
-    return tuple(cols), out, set(range(3 if with_version else 2, len(cols)))
+    start = 4 if with_version else 3
+    return tuple(cols), out, set(range(start, len(cols)))
+
+
+def study_table(r: RunResult) -> Table:
+    """The study's own figures (plain means, requests per second) and the tail, from the headline client."""
+    rows = []
+    for s in r.ranked:
+        c = s.clients[s.primary]
+        pd = c.percentile_diffs or {}
+        rows.append([_name(s), _mean(c.rtt), _mean(c.plain_rtt),
+                     "-" if c.plain_rtt is None else f"{1e9 / c.plain_rtt.mean:,.0f}",
+                     "0.00" if s.baseline else _mean(c.plain_diff), "baseline" if s.baseline else ci_text(c.plain_diff),
+                     _us(pd.get("p50")), _us(pd.get("p99")), _us(pd.get("p99.9"))])
+    cols = ("server", "round trip [us]", "plain round trip [us]", "req/s", "plain diff [us]", "plain diff 95% CI [us]",
+            "p50 diff [us]", "p99 diff [us]", "p99.9 diff [us]")
+    return cols, rows, set(range(1, len(cols)))
 
 
 def percentile_table(r: RunResult) -> Table | None:
-    """Round trip and diff at each percentile, from the lean client's histograms of all trials together."""
+    """Round trip at each percentile, from the lean client's histograms of every block of the server."""
     rows = []
     for s in r.ranked:
         c = s.clients.get("lean")
         if c is None or c.percentiles is None:
             continue
-        diffs = c.percentile_diffs or {}
-        rows.append([_name(s)] + [_us(c.percentiles[k]) for k in PERCENTILE_KEYS]
-                    + [_us(diffs.get(k)) if diffs else "-" for k in PERCENTILE_KEYS])
+        rows.append([_name(s)] + [_us(c.percentiles[k]) for k in PERCENTILE_KEYS])
     if not rows:
         return None
-    cols = ("server", *(f"{k} [us]" for k in PERCENTILE_KEYS), *(f"diff {k} [us]" for k in PERCENTILE_KEYS))
+    cols = ("server", *(f"{k} [us]" for k in PERCENTILE_KEYS))
+    return cols, rows, set(range(1, len(cols)))
+
+
+def precision_table(r: RunResult) -> Table:
+    """Where the uncertainty comes from, and what the sequential stopping reached per server."""
+    rows = []
+    for s in r.ranked:
+        if s.baseline:
+            continue
+        c = s.clients[s.primary]
+        rows.append([s.name, str(s.diff.n), "/".join(str(q) for q in c.quads), _us(c.between_sd),
+                     _us(c.within_sd), _us(s.diff.half_width), _us(s.target_ns),
+                     "-" if s.diff.n < 2 else ("yes" if s.target_met else "NO"), f"{s.seconds:.0f}"])
+    cols = ("server", "pairs", "quads per pair", "between-process sd [us]", "within-pair sd of a quad [us]",
+            "half-width [us]", "target [us]", "met", "time [s]")
     return cols, rows, set(range(1, len(cols)))
 
 
 def cost_table(r: RunResult) -> Table:
-    """What the server process spends per request, measured over the primary client's runs."""
+    """What the server process spends per request over its measured blocks (baseline: its blocks in every pair)."""
     rows = []
     for s in r.ranked:
-        c = s.clients[s.primary]
-        rows.append([_name(s), _us(c.cpu_user.mean if c.cpu_user else None),
-                     _us(c.cpu_system.mean if c.cpu_system else None), _us(c.cpu.mean if c.cpu else None),
-                     _num(c.alloc), _num(c.gc_count, 1), _num(c.gc_time_ms, 1), _num(c.jit_cpu_ms, 0)])
-    cols = ("server", "CPU user/req [us]", "CPU system/req [us]", "CPU/req [us]", "alloc/req [B]",
-            "GCs per run", "GC time per run [ms]", "JIT CPU per run [ms]")
+        rows.append([_name(s), _mean(s.cpu_user), _mean(s.cpu_system), _mean(s.cpu),
+                     "-" if s.baseline else _mean(s.cpu_diff), _num(s.alloc), _num(s.gc_count, 1),
+                     _num(s.gc_time_ms, 1), _num(s.jit_cpu_ms, 0)])
+    cols = ("server", "CPU user/req [us]", "CPU system/req [us]", "CPU/req [us]", "CPU diff [us]", "alloc/req [B]",
+            "GCs per pair", "GC time per pair [ms]", "JIT CPU per pair [ms]")
     return cols, rows, set(range(1, len(cols)))
 
 
 def client_table(r: RunResult) -> Table | None:
-    """ab's and the lean client's round trips side by side: two independent clients should agree."""
+    """ab's and the lean client's diffs side by side: with their intervals they should agree."""
     if not {"ab", "lean"} <= set(r.clients):
         return None
     rows = []
     for s in r.ranked:
-        a = s.agreement
-        if a is None:
+        if s.baseline or "ab" not in s.clients or "lean" not in s.clients:
             continue
         ab, ln = s.clients["ab"], s.clients["lean"]
-        rows.append([_name(s), _pm(ab.rtt), _pm(ln.rtt), f"{a:+.1%}", "yes" if abs(a) <= AGREEMENT else "NO",
-                     _us(ab.diff.mean if ab.diff else None), _us(ln.diff.mean if ln.diff else None)])
-    cols = ("server", "ab round trip [us]", "lean round trip [us]", "ab vs lean", f"within {AGREEMENT:.0%}",
-            "ab diff [us]", "lean diff [us]")
+        agree = "-" if s.clients_agree is None else ("yes" if s.clients_agree else "NO")
+        rows.append([s.name, _mean(ln.diff), ci_text(ln.diff), _mean(ab.diff), ci_text(ab.diff), agree,
+                     _mean(ln.base_rtt), _mean(ab.base_rtt)])
+    cols = ("server", "lean diff [us]", "lean 95% CI [us]", "ab diff [us]", "ab 95% CI [us]", "agree",
+            "lean baseline round trip [us]", "ab baseline round trip [us]")
     return cols, rows, set(range(1, len(cols)))
+
+
+def framework_table(r: RunResult) -> Table | None:
+    """What each framework adds over the server it runs on: the difference of the two diffs."""
+    by_name = {s.name: s for s in r.ranked}
+    rows = []
+    for s in r.ranked:
+        under = by_name.get(s.runs_on or "")
+        if under is None or len(s.estimates) < 2 or len(under.estimates) < 2:
+            continue
+        over = stats.welch_difference(s.estimates, under.estimates)
+        rows.append([s.name, under.name, _us(s.diff.mean), _us(under.diff.mean), _us(over.mean), ci_text(over)])
+    if not rows:
+        return None
+    cols = ("framework", "runs on", "framework diff [us]", "server diff [us]", "added by the framework [us]",
+            "95% CI [us]")
+    return cols, rows, set(range(2, len(cols)))
 
 
 def render_text(t: Table) -> str:
@@ -154,35 +206,66 @@ def render_md(t: Table) -> str:
 def headline(r: RunResult) -> str:
     st = r.settings
     jdk = r.env.get("jdk", {}).get("java.runtime.version") or r.env.get("jdk", {}).get("java.version") or "?"
-    return (f"latency-diff run {r.run_id} ({r.status}): {st.get('trials')} trial(s) x "
-            f"{st.get('requests'):,} requests per server and client, profile {st.get('profile')}; "
-            f"{_pinning_short(st)}; clients {' and '.join(r.clients)} (diffs from {r.primary}); JDK {jdk}; "
-            f"{r.env.get('cpu_model') or 'unknown CPU'}")
+    took = f" in {st_minutes(r)}" if st_minutes(r) else ""
+    return (f"latency-diff run {r.run_id} ({r.status}{took}): process pairs against the dummy, ABBA blocks of "
+            f"{_count(st.get('block_requests'))} requests, profile {st.get('profile')}, precision target ±max("
+            f"{st.get('precision_floor_us')} us, {st.get('precision_pct')}%); {_pinning_short(st)}; clients "
+            f"{' and '.join(r.clients)} (diffs from {r.primary}); JDK {jdk}; {r.env.get('cpu_model') or 'unknown CPU'}")
+
+
+def st_minutes(r: RunResult) -> str:
+    return f"{r.seconds / 60:.1f} min" if r.seconds else ""
 
 
 def _pinning_short(st: dict) -> str:
-    mode = st.get("pinning") or ("split" if st.get("client_cpu") is not None else "none")
+    mode = st.get("pinning") or "none"
     if mode == "none":
         return "pinning none"
     if mode == "shared":
-        return f"pinning shared (client and server on CPU {st.get('server_cpu')})"
-    return f"pinning split (client on CPU {st.get('client_cpu')}, server on CPU {st.get('server_cpu')})"
+        return f"pinning shared (client and servers on CPU {st.get('server_cpu')})"
+    return f"pinning split (client on CPU {st.get('client_cpu')}, servers on CPU {st.get('server_cpu')})"
 
 
 def pinning_sentence(r: RunResult) -> str:
-    st = r.settings
-    mode = st.get("pinning") or ("split" if st.get("client_cpu") is not None else "none")
-    short = _pinning_short(st)
-    return f"{short[0].upper()}{short[1:]}: {PINNING_MEANING[mode]}."
+    short = _pinning_short(r.settings)
+    return f"{short[0].upper()}{short[1:]}: {PINNING_MEANING[r.settings.get('pinning') or 'none']}."
 
 
 def legend(r: RunResult) -> str:
-    return (f"round trip: {r.primary}'s time per request (elapsed / requests), mean ± stdev over trials, each a fresh "
-            f"server process; diff: round trip minus the dummy's, 95% Welch interval including the dummy's own "
-            f"uncertainty; {NOT_SIGNIFICANT}: not significantly different from the row above; p50 diff: the same for "
-            "each trial's median request (lean client), which rare long stalls do not move; CPU/req: the server "
-            "process's user + system CPU time over the measured run; alloc/req: bytes the server JVM allocated, "
-            "from the kit's java agent.")
+    return (f"diff: what the server adds to a round trip over the dummy, from {r.primary}'s blocks: per pair of fresh "
+            "processes (server and dummy side by side), the median over ABBA quads of (server - dummy) of each "
+            "block's trimmed mean (1% cut at each end; ab: its mean); then the mean over pairs with a Student-t 95% "
+            f"interval, so JVM-to-JVM variation of both is in it. {NOT_SIGNIFICANT}: not significantly different "
+            "from the row above; target: the half-width the interval had to reach; met: whether it did; CPU diff: "
+            "the server's CPU time per request minus the dummy's (/proc, both without their JIT compiler threads), a "
+            "cross-check under shared pinning; "
+            "alloc/req: bytes the server JVM allocated per request (the kit's java agent).")
+
+
+def checks(r: RunResult) -> list[str]:
+    """The method's own checks, in every run: the null pair, the CPU cross-check, the two clients."""
+    out = []
+    null = r.null
+    if null is not None and null.valid and null.diff.ci95_low is not None:
+        ok = null.diff.ci95_low <= 0 <= null.diff.ci95_high
+        out.append(f"null pair (dummy against a second dummy process): {null.diff.mean / 1000:+.2f} us "
+                   f"{ci_text(null.diff)} over {null.diff.n} pairs: " + ("contains 0, as it must" if ok else
+                                                                         "does NOT contain 0 (see warnings)"))
+    elif null is not None:
+        out.append("null pair: " + (null.reason or "fewer than 2 pairs, no interval"))
+    measured = [s for s in r.ranked if not s.ladder and s.cpu_diff is not None]
+    if measured and r.settings.get("pinning") == "shared":
+        close = [s for s in measured if not any("CPU-time diff" in w for w in s.warnings)]
+        out.append(f"CPU cross-check: the CPU-time diff is near the latency diff for {len(close)} of {len(measured)} "
+                   "servers (CPU diff column)")
+    both = [s for s in r.ranked if s.clients_agree is not None]
+    if both:
+        agree = sum(1 for s in both if s.clients_agree)
+        out.append(f"two clients: ab's and the lean client's diff intervals overlap for {agree} of {len(both)} servers")
+    met = [s for s in r.ranked if not s.baseline and s.target_met is not None and s.diff.n >= 2]
+    if met:
+        out.append(f"precision: {sum(1 for s in met if s.target_met)} of {len(met)} rows met the target")
+    return out
 
 
 def _warnings(r: RunResult) -> list[str]:
@@ -192,8 +275,12 @@ def _warnings(r: RunResult) -> list[str]:
 def table(r: RunResult) -> str:
     out = [headline(r), "", render_text(main_table(r)) if r.ranked else "(no valid server)", "", legend(r),
            pinning_sentence(r)]
+    for c in checks(r):
+        out.append(f"check: {c}")
     extra: list[tuple[str, Table | None]] = [
-        ("Round trip and diff by percentile (lean client, all trials together):", percentile_table(r)),
+        ("The study's figures and the tail:", study_table(r) if r.ranked else None),
+        ("What each framework adds over its server:", framework_table(r)),
+        ("Precision reached:", precision_table(r) if r.ranked else None),
         ("Cost per request on the server:", cost_table(r) if r.ranked else None),
         ("The two clients:", client_table(r))]
     for title, t in extra:
@@ -217,105 +304,106 @@ def _summ(x: Summary | None) -> dict | None:
 
 
 def _client_json(c: ClientResult) -> dict:
-    return {"rtt_ns": _summ(c.rtt), "diff_ns": _summ(c.diff), "rps": _summ(c.rps), "mean_rtt_ns": _summ(c.mean_rtt),
-            "p50_ns": _summ(c.p50), "p50_diff_ns": _summ(c.p50_diff),
-            "percentiles_ns": c.percentiles, "percentile_diffs_ns": c.percentile_diffs,
-            "server_cpu_user_ns_per_request": _summ(c.cpu_user),
-            "server_cpu_system_ns_per_request": _summ(c.cpu_system),
-            "server_cpu_ns_per_request": _summ(c.cpu), "alloc_bytes_per_request": _summ(c.alloc),
-            "gc_count_per_run": _summ(c.gc_count), "gc_time_ms_per_run": _summ(c.gc_time_ms),
-            "compile_time_ms_per_run": _summ(c.compile_time_ms), "jit_cpu_ms_per_run": _summ(c.jit_cpu_ms),
-            "histogram": None if c.histogram is None else [list(b) for b in c.histogram.buckets]}
+    return {"diff_ns": _summ(c.diff), "plain_diff_ns": _summ(c.plain_diff), "rtt_ns": _summ(c.rtt),
+            "plain_rtt_ns": _summ(c.plain_rtt), "baseline_rtt_ns": _summ(c.base_rtt),
+            "pair_estimates_ns": c.estimates, "quads_per_pair": c.quads, "within_pair_sd_ns": c.within_sd,
+            "between_pair_sd_ns": c.between_sd, "percentiles_ns": c.percentiles,
+            "baseline_percentiles_ns": c.base_percentiles, "percentile_diffs_ns": c.percentile_diffs}
 
 
 def _server_json(s: ServerResult) -> dict:
     return {
         "name": s.name, "display": s.display, "valid": s.valid, "reason": s.reason, "baseline": s.baseline,
-        "reference": s.reference, "threading": s.threading, "library": s.library,
-        "library_version": s.library_version, "jvm_flags": s.jvm_flags, "notes": s.notes, "requests": s.requests,
-        "primary_client": s.primary, "rps": _summ(s.rps), "rtt_ns": _summ(s.rtt), "diff_ns": _summ(s.diff),
-        "diff_significant_vs_previous": s.differs_from_previous, "bytes_per_response": s.bytes_per_response,
-        "server_cpu_ns_per_request": _summ(s.cpu), "ab_vs_lean": s.agreement, "warnings": s.warnings,
+        "reference": s.reference, "threading": s.threading, "http": s.http, "runs_on": s.runs_on,
+        "library": s.library, "library_version": s.library_version, "jvm_flags": s.jvm_flags, "notes": s.notes,
+        "primary_client": s.primary, "diff_ns": _summ(s.diff), "target_ns": s.target_ns, "target_met": s.target_met,
+        "diff_significant_vs_previous": s.differs_from_previous, "clients_agree": s.clients_agree,
+        "server_cpu_ns_per_request": _summ(s.cpu), "server_cpu_user_ns_per_request": _summ(s.cpu_user),
+        "server_cpu_system_ns_per_request": _summ(s.cpu_system), "cpu_diff_ns_per_request": _summ(s.cpu_diff),
+        "alloc_bytes_per_request": _summ(s.alloc), "gc_count_per_pair": _summ(s.gc_count),
+        "gc_time_ms_per_pair": _summ(s.gc_time_ms), "jit_cpu_ms_per_pair": _summ(s.jit_cpu_ms),
+        "seconds": round(s.seconds, 1), "requests": s.requests, "warnings": s.warnings,
         "clients": {k: _client_json(c) for k, c in s.clients.items()},
-        "trials": [{"trial": t.trial, "status": t.status, "valid": t.valid, "reason": t.reason, "phase": t.phase,
-                    "requests": t.requests,
-                    "measurements": {k: {"file": m.file, "rtt_ns": m.rtt_ns, "rps": m.rps,
-                                         "mean_rtt_ns": m.mean_rtt_ns,
-                                         "cpu_user_ns_per_request": m.cpu_user_ns_per_request,
-                                         "cpu_system_ns_per_request": m.cpu_system_ns_per_request,
-                                         "alloc_bytes_per_request": m.alloc_bytes_per_request,
-                                         "gc_count": m.gc_count, "gc_time_ms": m.gc_time_ms,
-                                         "compile_time_ms": m.compile_time_ms, "jit_cpu_ms": m.jit_cpu_ms,
-                                         "jvm_error": m.jvm_error}
-                                     for k, m in t.measurements.items()}}
-                   for t in s.trials],
+        "pairs": [{"pair": p.pair, "round": p.round, "status": p.status, "valid": p.valid, "reason": p.reason,
+                   "phase": p.phase, "http": p.http, "seconds": p.seconds,
+                   "estimates_ns": {c: p.estimate(c) for c in ("lean", "ab") if p.quads(c)},
+                   "quad_diffs_ns": {c: p.quads(c) for c in ("lean", "ab") if p.quads(c)}}
+                  for p in s.pairs],
     }
 
 
 def summary_json(r: RunResult) -> str:
     data = {"format": SUMMARY_FORMAT, "run_id": r.run_id, "status": r.status, "reason": r.reason,
             "settings": r.settings, "clients": list(r.clients), "primary_client": r.primary,
-            "warnings": r.warnings, "env": r.env, "servers": [_server_json(s) for s in r.ranked + r.invalid]}
+            "checks": checks(r), "warnings": r.warnings, "env": r.env,
+            "servers": [_server_json(s) for s in r.ranked + r.invalid]}
     return json.dumps(data, indent=2) + "\n"
 
 
-def _csv_columns() -> list[tuple[str, Callable[[ServerResult], object]]]:
-    def g(get: Callable[[ServerResult], Summary | None], f: str) -> Callable[[ServerResult], object]:
-        def cell(s: ServerResult) -> object:
-            x = get(s) if s.valid else None
-            v = getattr(x, f) if x is not None else None
-            return "" if v is None else f"{v:.1f}"
-        return cell
+CSV_COLUMNS = ("name", "valid", "reason", "ladder", "threading", "http", "runs_on", "library", "library_version",
+               "primary_client", "pairs", "diff_ns_mean", "diff_ns_ci95_low", "diff_ns_ci95_high", "target_ns",
+               "target_met", "diff_significant_vs_previous", "plain_diff_ns_mean", "plain_rtt_ns_mean",
+               "ab_diff_ns_mean", "ab_diff_ns_ci95_low", "ab_diff_ns_ci95_high", "clients_agree",
+               "server_cpu_ns_per_request", "cpu_diff_ns_per_request", "alloc_bytes_per_request", "seconds",
+               *(f"diff_ns_{k}" for k in PERCENTILE_KEYS))
 
-    def prim(s: ServerResult) -> ClientResult | None:
-        return s.clients.get(s.primary)
 
-    def pct(key: str, diff: bool) -> Callable[[ServerResult], object]:
-        def cell(s: ServerResult) -> object:
-            c = s.clients.get("lean") if s.valid else None
-            d = (c.percentile_diffs if diff else c.percentiles) if c else None
-            return "" if not d else d[key]
-        return cell
+def _csv_row(s: ServerResult) -> list:
+    def f(x: float | None) -> str:
+        return "" if x is None else f"{x:.1f}"
 
-    cols: list[tuple[str, Callable[[ServerResult], object]]] = [
-        ("name", lambda s: s.name), ("valid", lambda s: s.valid), ("reason", lambda s: s.reason or ""),
-        ("reference", lambda s: s.baseline or s.reference), ("threading", lambda s: s.threading),
-        ("library", lambda s: s.library or ""), ("library_version", lambda s: s.library_version or ""),
-        ("primary_client", lambda s: s.primary), ("trials", lambda s: s.rtt.n if s.rtt else 0),
-        ("requests", lambda s: s.requests),
-        ("rtt_ns_mean", g(lambda s: s.rtt, "mean")), ("rtt_ns_median", g(lambda s: s.rtt, "median")),
-        ("rtt_ns_stdev", g(lambda s: s.rtt, "stdev")), ("rtt_ns_ci95_low", g(lambda s: s.rtt, "ci95_low")),
-        ("rtt_ns_ci95_high", g(lambda s: s.rtt, "ci95_high")), ("diff_ns_mean", g(lambda s: s.diff, "mean")),
-        ("diff_ns_ci95_low", g(lambda s: s.diff, "ci95_low")), ("diff_ns_ci95_high", g(lambda s: s.diff, "ci95_high")),
-        ("diff_significant_vs_previous", lambda s: "" if s.differs_from_previous is None else s.differs_from_previous),
-        ("p50_diff_ns_mean", g(lambda s: prim(s).p50_diff if prim(s) else None, "mean")),
-        ("p50_diff_ns_ci95_low", g(lambda s: prim(s).p50_diff if prim(s) else None, "ci95_low")),
-        ("p50_diff_ns_ci95_high", g(lambda s: prim(s).p50_diff if prim(s) else None, "ci95_high")),
-        ("rps_mean", g(lambda s: s.rps, "mean")),
-        ("server_cpu_user_ns_per_request", g(lambda s: prim(s).cpu_user if prim(s) else None, "mean")),
-        ("server_cpu_system_ns_per_request", g(lambda s: prim(s).cpu_system if prim(s) else None, "mean")),
-        ("server_cpu_ns_per_request_mean", g(lambda s: s.cpu, "mean")),
-        ("alloc_bytes_per_request", g(lambda s: prim(s).alloc if prim(s) else None, "mean")),
-        ("gc_count_per_run", g(lambda s: prim(s).gc_count if prim(s) else None, "mean")),
-        ("gc_time_ms_per_run", g(lambda s: prim(s).gc_time_ms if prim(s) else None, "mean")),
-        ("ab_rtt_ns_mean", g(lambda s: s.clients["ab"].rtt if "ab" in s.clients else None, "mean")),
-        ("lean_rtt_ns_mean", g(lambda s: s.clients["lean"].rtt if "lean" in s.clients else None, "mean")),
-    ]
-    cols += [(f"rtt_ns_{k}", pct(k, False)) for k in PERCENTILE_KEYS]
-    cols += [(f"diff_ns_{k}", pct(k, True)) for k in PERCENTILE_KEYS]
-    cols.append(("bytes_per_response",
-                 lambda s: "" if s.bytes_per_response is None else f"{s.bytes_per_response:.0f}"))
-    return cols
+    c = s.clients.get(s.primary) if s.valid else None
+    ab = s.clients.get("ab") if s.valid and s.primary != "ab" else None
+    d = s.diff if s.valid else None
+    pd = (c.percentile_diffs or {}) if c else {}
+    return [s.name, s.valid, s.reason or "", s.ladder, s.threading, s.http, s.runs_on or "", s.library or "",
+            s.library_version or "", s.primary, d.n if d else 0, f(d.mean if d else None),
+            f(d.ci95_low if d else None), f(d.ci95_high if d else None), f(s.target_ns),
+            "" if s.target_met is None else s.target_met,
+            "" if s.differs_from_previous is None else s.differs_from_previous,
+            f(c.plain_diff.mean if c else None), f(c.plain_rtt.mean if c and c.plain_rtt else None),
+            f(ab.diff.mean if ab else None), f(ab.diff.ci95_low if ab else None), f(ab.diff.ci95_high if ab else None),
+            "" if s.clients_agree is None else s.clients_agree,
+            f(s.cpu.mean if s.cpu else None), f(s.cpu_diff.mean if s.cpu_diff else None),
+            f(s.alloc.mean if s.alloc else None), f"{s.seconds:.1f}",
+            *(pd.get(k, "") for k in PERCENTILE_KEYS)]
 
 
 def summary_csv(r: RunResult) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    cols = _csv_columns()
-    w.writerow([name for name, _ in cols])
+    w.writerow(CSV_COLUMNS)
     for s in r.ranked + r.invalid:
-        w.writerow([get(s) for _, get in cols])
+        w.writerow(_csv_row(s))
     return buf.getvalue()
+
+
+SECTIONS = (
+    ("The study's figures and the tail", "The 2014 study's plain figure, requests over elapsed time per block, paired "
+     "the same way (plain diff), and requests per second from it; and the tail: the server's percentiles over all its "
+     "blocks minus those of its baselines' blocks (lean client). Stalls move the plain mean and the tail; the "
+     "headline's trimmed mean is built to ignore them.", "study"),
+    ("What each framework adds over its server", "A framework's diff minus the diff of the kit's row for the server it "
+     "runs on (Welch interval over both rows' pairs).", "framework"),
+    ("Precision reached", "Per server: process pairs used, quads per pair (adapted to the measured variances, Kalibera "
+     "and Jones 2013), the spread between pairs (JVM-to-JVM) and within a pair (one quad), the interval's half-width "
+     "against the target, and the time spent.", "precision"),
+    ("Percentiles", "Round trip by percentile over every block of a server (lean client); a value is the top of its "
+     "histogram bucket (at most 0.4% above the true value).", "percentile"),
+    ("Cost per request on the server", "CPU from /proc for the whole server process and for its JIT compiler "
+     "threads (JIT CPU: near zero after the warm-up), over the pair's blocks; CPU diff: without the JIT threads, "
+     "minus the baseline dummy's the same way in the same pair; allocation and GC from the kit's java agent.", "cost"),
+    ("The two clients", "The lean client's and ab's diffs from the same pairs; with their intervals they should "
+     "agree (each client's own cost per request is in both the server's and the dummy's blocks, and cancels).",
+     "client"),
+)
+
+
+def _section_table(r: RunResult, key: str) -> Table | None:
+    if not r.ranked:
+        return None
+    return {"study": study_table, "framework": framework_table, "precision": precision_table,
+            "percentile": percentile_table, "cost": cost_table, "client": client_table}[key](r)
 
 
 def report_md(r: RunResult, plots: dict[str, str] | None = None) -> str:
@@ -327,22 +415,12 @@ def report_md(r: RunResult, plots: dict[str, str] | None = None) -> str:
     lines = [f"# latency-diff run {r.run_id}", "",
              f"Status: **{r.status}**" + (f" ({r.reason})" if r.reason else ""), "",
              markdown_table(r), "", legend(r), "", pinning_sentence(r), ""]
+    lines += [f"- check: {c}" for c in checks(r)] + [""]
     for name, title in PLOTS.items():
         if plots and name in plots:
             lines += [f"![{title}]({plots[name]})", ""]
-    sections: list[tuple[str, str, Table | None]] = [
-        ("Round trip and diff by percentile", "From the lean client's per-request histograms, all trials of a server "
-         "together; a value is the top of its histogram bucket (at most 0.4% above the true value). The diff at a "
-         "percentile is the server's value minus the dummy's at that percentile.", percentile_table(r)),
-        ("Cost per request on the server", "CPU from /proc for the whole server process, and for its JIT compiler "
-         "threads alone (JIT CPU: should be near zero after the warm-up); allocation and GC counters from the kit's "
-         "java agent inside the JVM, read just before and after each measured run.",
-         cost_table(r) if r.ranked else None),
-        ("The two clients", f"Time per request of ab and of the lean client in the same trials; independent clients "
-         f"should agree within {AGREEMENT:.0%} (their own costs per request differ a little; the diffs cancel "
-         "them).", client_table(r)),
-    ]
-    for title, text, t in sections:
+    for title, text, key in SECTIONS:
+        t = _section_table(r, key)
         if t is not None and t[1]:
             lines += [f"## {title}", "", text, "", render_md(t), ""]
     if r.invalid:
@@ -351,9 +429,12 @@ def report_md(r: RunResult, plots: dict[str, str] | None = None) -> str:
     if warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
     lines += ["## Setup", "",
-              f"- Profile {st.get('profile')}: {st.get('trials')} trial(s) per server, {st.get('warmup'):,} warm-up "
-              f"and {st.get('requests'):,} measured requests per client in each, one keep-alive connection, one "
-              f"request in flight; clients: {' and '.join(r.clients)}",
+              f"- Profile {st.get('profile')}: {st.get('min_pairs')}-{st.get('max_pairs')} process pairs per server, "
+              f"budget {st.get('budget_s')} s per server; {st.get('quads')} quads per client in a first pair; "
+              f"blocks of {_count(st.get('block_requests'))} timed requests after "
+              f"{_count(st.get('block_warmup'))} untimed ones, one keep-alive connection each, one request in "
+              f"flight; {_count(st.get('warmup'))} warm-up requests per process; clients: {' and '.join(r.clients)}; "
+              f"HTTP: {st.get('http')}",
               f"- {pinning_sentence(r)}",
               f"- JVM: {jdk.get('java.vm.name', '?')} {jdk.get('java.runtime.version', jdk.get('java.version', '?'))}"
               f" ({jdk.get('java.vendor', '?')}), flags `{' '.join(st.get('jvm_flags', []))}`",
@@ -365,5 +446,6 @@ def report_md(r: RunResult, plots: dict[str, str] | None = None) -> str:
     for s in r.ranked + r.invalid:
         lib = f"{s.library} {s.library_version or ''}".strip() if s.library else "no library"
         flags = f" Own JVM flags: `{' '.join(s.jvm_flags)}`." if s.jvm_flags else ""
-        lines.append(f"- **{s.name}** ({s.display}; {lib}; {s.threading}): {s.notes}{flags}")
+        on = f" Runs on {s.runs_on}." if s.runs_on else ""
+        lines.append(f"- **{s.name}** ({s.display}; {lib}; {s.threading}; HTTP/{s.http}): {s.notes}{on}{flags}")
     return "\n".join(lines) + "\n"

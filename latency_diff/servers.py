@@ -20,8 +20,9 @@ from . import KIT_ROOT
 THREADING_MODELS = ("event loop", "thread pool", "virtual threads", "blocking")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline", "nonconformant",
-           "reference", "executable", "parses_http", "http"}
-#: The HTTP versions a server can be measured with: ab's HTTP/1.0 keep-alive request, or HTTP/1.1 (persistent by default).
+           "reference", "executable", "parses_http", "http",
+           "runs_on"}
+#: The HTTP versions a server can be measured with: ab's HTTP/1.0 keep-alive request, or HTTP/1.1.
 HTTP_VERSIONS = ("1.0", "1.1")
 #: Maven modules that are not servers: built in the same reactor, used by the driver.
 AGENT_DIR = KIT_ROOT / "agent"
@@ -56,6 +57,16 @@ class Server:
     #: The HTTP version it is measured with by default: "1.0" (ab's request) or "1.1" for a server that cannot keep
     #: an HTTP/1.0 connection alive (lean client only; the baseline then gets the same request bytes).
     http: str = "1.0"
+    #: The name it announces (READY line, Server header) when that is not `name`: the null pair's second
+    #: dummy is the dummy itself, byte for byte, under a name of its own in the results.
+    alias_of: str | None = None
+    #: For a framework: the name of the kit's server it runs on (e.g. "netty"), so a report can show what the
+    #: framework adds over it.
+    runs_on: str | None = None
+
+    @property
+    def wire_name(self) -> str:
+        return self.alias_of or self.name
 
     @property
     def is_java(self) -> bool:
@@ -92,7 +103,7 @@ class Server:
 
     def command(self, java: str, jvm_flags: list[str], port: int, host: str = "127.0.0.1") -> list[str]:
         """The command line that starts this server (server contract, DESIGN.md section 1)."""
-        common = ["--port", str(port), "--host", host, "--name", self.name, *self.args]
+        common = ["--port", str(port), "--host", host, "--name", self.wire_name, *self.args]
         if self.executable:
             return [str(self.artifact), *common, "--template", str(REFERENCE_RESPONSE)]
         return [java, *jvm_flags, *self.jvm_flags, "-jar", str(self.jar), *common]
@@ -104,7 +115,7 @@ class Server:
             "threading": self.threading, "args": list(self.args), "jvm_flags": list(self.jvm_flags),
             "baseline": self.baseline, "notes": self.notes, "nonconformant": self.nonconformant,
             "reference": self.reference, "executable": self.executable, "parses_http": self.parses_http,
-            "http": self.http,
+            "http": self.http, "runs_on": self.runs_on,
         }
 
 
@@ -164,6 +175,9 @@ def _load(path: Path) -> list[Server]:
         for key in ("reference", "parses_http", "baseline"):
             if key in entry and not isinstance(entry[key], bool):
                 raise ServerError(f"{where}: '{key}' must be true or false")
+        runs_on = entry.get("runs_on")
+        if runs_on is not None and (not isinstance(runs_on, str) or not _NAME.match(runs_on)):
+            raise ServerError(f"{where}: 'runs_on' must be the name of another server of the kit")
         http = entry.get("http", "1.0")
         if http not in HTTP_VERSIONS:
             raise ServerError(f"{where}: 'http' must be one of {', '.join(repr(v) for v in HTTP_VERSIONS)}")
@@ -178,7 +192,7 @@ def _load(path: Path) -> list[Server]:
             baseline=bool(entry.get("baseline", False)),
             nonconformant=" ".join(gap.split()) if gap else None,
             reference=bool(entry.get("reference", False)), executable=executable,
-            parses_http=bool(entry.get("parses_http", True)), http=http,
+            parses_http=bool(entry.get("parses_http", True)), http=http, runs_on=runs_on,
         ))
     return servers
 
@@ -192,6 +206,9 @@ def discover(root: Path = KIT_ROOT) -> list[Server]:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ServerError(f"server name(s) used twice: {', '.join(dupes)}")
+    unknown = sorted({f"{s.name} -> {s.runs_on}" for s in servers if s.runs_on and s.runs_on not in names})
+    if unknown:
+        raise ServerError(f"'runs_on' names no server of the kit: {', '.join(unknown)}")
     baselines = [s.name for s in servers if s.baseline]
     if baselines != ["dummy"]:
         raise ServerError(f"exactly one baseline, 'dummy', expected; found {baselines or 'none'}")

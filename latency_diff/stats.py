@@ -9,8 +9,6 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 
-from scipy import stats as sps
-
 CONFIDENCE = 0.95
 #: Relative spread (stdev / mean) above which a result is flagged unstable (pyperf uses 10%).
 UNSTABLE_SPREAD = 0.10
@@ -22,6 +20,13 @@ OUTLIER_Z = 3.5
 #: ...and only if it is also this far from the median, relatively: with few trials the MAD can be tiny,
 #: and a trial a few percent off is noise, not an event worth a warning.
 OUTLIER_MIN_REL = 0.10
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile. scipy is imported here, not at the top, so that the driver's --help and --list
+    run with a bare python3, before the set-up has created the virtual environment."""
+    from scipy import stats as sps
+    return float(sps.t.ppf(p, df))
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ def summarize(values: list[float]) -> Summary:
     if n < 2:
         return Summary(mean, median, None, None, None, n)
     sd = statistics.stdev(values)
-    half = sps.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n)
+    half = t_quantile(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n)
     return Summary(mean, median, sd, mean - half, mean + half, n)
 
 
@@ -87,7 +92,7 @@ def contrast(groups: list[tuple[int, list[float]]]) -> Summary:
     if se == 0:
         return Summary(mean, median, 0.0, mean, mean, n)
     df = sum(parts) ** 2 / sum(p ** 2 / (len(v) - 1) for p, (_, v) in zip(parts, groups, strict=True))
-    half = sps.t.ppf(0.5 + CONFIDENCE / 2, df) * se
+    half = t_quantile(0.5 + CONFIDENCE / 2, df) * se
     return Summary(mean, median, se, mean - half, mean + half, n)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import driver
+from latency_diff import driver, pair, settings
 from latency_diff.process import java_executable
 from latency_diff.servers import Server, discover
 
@@ -22,9 +23,18 @@ RUN_ALL = ROOT / "scripts" / "run-all.sh"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port P with P to P+8 free (the baseline and the servers), below Linux's ephemeral range (32768 and up),
+    so that no client connection's own port can take one of them between two servers."""
+    import random
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        if all(driver.port_free(p) for p in range(port, port + driver.SERVER_PORTS + 1)):
+            return port
+    raise AssertionError("no nine free ports in a row in 20000-32000")
+
+
+def nothing_left(port: int) -> bool:
+    return all(kit_processes(p) == [] for p in range(port, port + driver.SERVER_PORTS + 1))
 
 
 def run_all(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -32,8 +42,25 @@ def run_all(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 
 def kit_processes(port: int) -> list[str]:
-    out = subprocess.run(["pgrep", "-af", f"--port {port}"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line]
+    """Processes whose command line holds '--port N' (a server of the kit, or a client)."""
+    # After "--": pgrep would read a pattern starting with "--" as an option, print usage and exit 2.
+    proc = subprocess.run(["pgrep", "-af", "--", f"--port {port}( |$)"], capture_output=True, text=True)
+    if proc.returncode not in (0, 1):  # 1: nothing matched
+        raise RuntimeError(f"pgrep failed with status {proc.returncode}: {proc.stderr.strip()}")
+    return [line for line in proc.stdout.splitlines() if "pgrep" not in line]
+
+
+def test_kit_processes_sees_a_server_left_running():
+    port = free_port()
+    stray = subprocess.Popen(["bash", "-c", f"exec -a 'fake-server --port {port}' sleep 30"])
+    try:
+        time.sleep(0.2)
+        assert len(kit_processes(port)) == 1 and not nothing_left(port)
+        assert kit_processes(port + 10) == []
+    finally:
+        stray.kill()
+        stray.wait()
+    assert nothing_left(port)
 
 
 def test_quick_run_measures_every_server(tmp_path):
@@ -41,36 +68,44 @@ def test_quick_run_measures_every_server(tmp_path):
     proc = run_all("--quick", "--results-dir", str(tmp_path), "--port", str(port))
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
-    for name in ("run.json", "env.json", "trials.jsonl", "summary.json", "summary.csv", "report.md", "request.bin",
-                 "diffs.png", "diffs.svg", "percentiles.png", "percentiles.svg"):
+    for name in ("run.json", "env.json", "pairs.jsonl", "summary.json", "summary.csv", "report.md",
+                 "request-http1.0.bin", "request-http1.1.bin", "diffs.png", "diffs.svg", "percentiles.png",
+                 "percentiles.svg"):
         assert (run_dir / name).is_file(), name
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "complete"
     by_name = {s["name"]: s for s in summary["servers"]}
+    assert by_name["dummy"]["valid"] and by_name["null"]["valid"]
     for server in discover():
+        if server.baseline:
+            continue
         s = by_name[server.name]
         if server.nonconformant:
             assert not s["valid"] and "conformance" in s["reason"], s
+            continue
+        assert s["valid"], f"{server.name}: {s['reason']}"
+        assert s["diff_ns"]["n"] == 1 and len(s["pairs"]) == 1  # the quick profile: one process pair
+        assert (run_dir / "responses" / f"{server.name}-p1.txt").stat().st_size > 0
+        assert s["server_cpu_ns_per_request"]["mean"] > 0
+        clients = {"lean", "ab"} if server.http == "1.0" else {"lean"}
+        assert s["primary_client"] == "lean" and set(s["clients"]) == clients
+        assert s["pairs"][0]["quad_diffs_ns"].keys() == clients
+        p = s["clients"]["lean"]["percentiles_ns"]
+        assert 0 < p["p50"] <= p["p90"] <= p["p99"] <= p["p99.9"] <= p["max"]
+        if server.is_java:  # the agent answered before and after the blocks
+            assert s["alloc_bytes_per_request"]["mean"] > 0, s
         else:
-            assert s["valid"], f"{server.name}: {s['reason']}"
-            assert s["rtt_ns"]["n"] == 2 and s["rtt_ns"]["mean"] > 0
-            assert (run_dir / "responses" / f"{server.name}.txt").stat().st_size > 0
-            assert s["server_cpu_ns_per_request"]["mean"] >= 0
-            assert s["primary_client"] == "lean" and set(s["clients"]) == {"ab", "lean"}
-            lean = s["clients"]["lean"]
-            p = lean["percentiles_ns"]
-            assert 0 < p["p50"] <= p["p90"] <= p["p99"] <= p["p99.9"] <= p["max"]
-            if server.is_java:  # the agent answered before and after every measured run
-                assert lean["alloc_bytes_per_request"]["mean"] > 0, s
-                assert lean["gc_count_per_run"]["mean"] >= 0
-            else:
-                assert lean["alloc_bytes_per_request"] is None
+            assert s["alloc_bytes_per_request"] is None
+    blocks = sorted(p.name for p in (run_dir / "blocks" / "undertow").iterdir())
+    # One quad per client: lean D S S D, then ab (the quick profile's one pair).
+    assert blocks == ["p1-ab-q0-0b.txt", "p1-ab-q0-1s.txt", "p1-ab-q0-2s.txt", "p1-ab-q0-3b.txt",
+                      "p1-lean-q0-0b.json", "p1-lean-q0-1s.json", "p1-lean-q0-2s.json", "p1-lean-q0-3b.json"]
     env = summary["env"]
-    assert env["settings"]["pinning"] == driver.DEFAULT_PINNING
-    assert env["settings"]["clients"] == ["ab", "lean"]
+    assert env["settings"]["pinning"] == settings.DEFAULT_PINNING
+    assert env["settings"]["clients"] == ["lean", "ab"]
     assert env["jdk"]["java.version"] and env["ab"].startswith("This is ApacheBench")
     assert "dummy" in proc.stdout and "diff [us]" in proc.stdout
-    assert kit_processes(port) == []
+    assert nothing_left(port)
 
 
 @pytest.mark.parametrize("pinning, client", [("split", "ab"), ("none", "lean")])
@@ -80,17 +115,29 @@ def test_pinning_modes_and_single_clients_are_recorded(tmp_path, pinning, client
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
     summary = json.loads((run_dir / "summary.json").read_text())
-    settings = summary["settings"]
-    assert settings["pinning"] == pinning and settings["clients"] == [client]
+    st = summary["settings"]
+    assert st["pinning"] == pinning and st["clients"] == [client]
     usable = sorted(os.sched_getaffinity(0))
     expected = (usable[0], usable[1]) if pinning == "split" else (None, None)
-    assert (settings["client_cpu"], settings["server_cpu"]) == expected
-    assert {s["name"] for s in summary["servers"] if s["valid"]} == {"dummy", "dummy-nio", "floor", "undertow"}
+    assert (st["client_cpu"], st["server_cpu"]) == expected
+    assert {s["name"] for s in summary["servers"] if s["valid"]} == {"dummy", "dummy-nio", "floor", "null", "undertow"}
     assert all(s["primary_client"] == client and set(s["clients"]) == {client} for s in summary["servers"])
     report_md = (run_dir / "report.md").read_text()
     assert f"Pinning {pinning}" in report_md
     assert ("not pinned" in report_md) == (pinning == "none")
     assert (run_dir / "percentiles.png").exists() == (client == "lean")
+
+
+def test_http11_runs_every_server_with_the_lean_client_only(tmp_path):
+    proc = run_all("--quick", "--servers", "undertow", "--http", "1.1", "--results-dir", str(tmp_path),
+                   "--port", str(free_port()))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["settings"]["http"] == "1.1" and summary["settings"]["clients"] == ["lean"]
+    entries = [json.loads(x) for x in (run_dir / "pairs.jsonl").read_text().splitlines()]
+    assert {e["http"] for e in entries} == {"1.1"}
+    assert (run_dir / "request-http1.1.bin").read_bytes().startswith(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -99,6 +146,8 @@ def test_pinning_modes_and_single_clients_are_recorded(tmp_path, pinning, client
     (["--pinning", "none", "--server-cpu", "1"], "pins nothing"),
     (["--client-cpu", "none"], "pass --pinning none"),
     (["--client", "curl"], "invalid choice: 'curl'"),
+    (["--http", "1.1", "--client", "ab"], "lean client only"),
+    (["--min-pairs", "4", "--max-pairs", "2"], "--max-pairs 2 is below --min-pairs 4"),
 ])
 def test_contradictory_pinning_is_a_clear_error(args, message):
     proc = run_all("--quick", "--port", str(free_port()), *args, timeout=120)
@@ -129,16 +178,16 @@ def test_help_needs_no_setup():
     assert "--servers LIST" in proc.stdout and "--profile" in proc.stdout
 
 
-@pytest.mark.parametrize("sig, phase, marker", [
-    (signal.SIGINT, "measure", "ab/dummy-t1.txt"),
-    (signal.SIGTERM, "measure", "ab/dummy-t1.txt"),
-    (signal.SIGINT, "warmup", "lean/dummy-t1-warmup.json"),
-    (signal.SIGTERM, "start", "logs/dummy-t1.log"),
+@pytest.mark.parametrize("sig, phase, server, marker", [
+    (signal.SIGINT, "measure", "null", "blocks/null/p1-lean-q0-0b.json"),
+    (signal.SIGTERM, "measure", "null", "blocks/null/p1-lean-q0-0b.json"),
+    (signal.SIGINT, "warmup", "dummy", "warmup/dummy-r1-w1.json"),
+    (signal.SIGTERM, "start", "dummy", "logs/dummy-r1.log"),
 ], ids=["sigint-measure", "sigterm-measure", "sigint-warmup", "sigterm-start"])
-def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, sig, phase, marker):
+def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, sig, phase, server, marker):
     port = free_port()
-    proc = subprocess.Popen([str(RUN_ALL), "--servers", "undertow", "--requests", "2000000", "--trials", "1",
-                             "--warmup", "2000000" if phase == "warmup" else "0",
+    proc = subprocess.Popen([str(RUN_ALL), "--servers", "undertow", "--block-requests", "2000000", "--quads", "1",
+                             "--min-pairs", "1", "--warmup", "2000000" if phase == "warmup" else "0",
                              "--results-dir", str(tmp_path), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
@@ -152,16 +201,23 @@ def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, si
     os.kill(proc.pid, sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err[-2000:]
-    assert "Finished trials are kept" in err
+    assert "Finished pairs are kept" in err
     time.sleep(0.5)
-    assert kit_processes(port) == []
+    assert nothing_left(port)
     (run_dir,) = list(tmp_path.iterdir())
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "incomplete"
-    assert run["stopped_at"]["server"] == "dummy"
+    assert run["stopped_at"]["server"] == server
     # A JVM may reach READY between the file appearing and the signal: start-up ends in conformance.
     assert run["stopped_at"]["phase"] in ({phase, "conformance"} if phase == "start" else {phase})
     assert run["reason"] == f"interrupted by {sig.name}"
+    if phase == "measure":  # the interrupted pair is on record, and the analysis says what is missing
+        (entry,) = [json.loads(x) for x in (run_dir / "pairs.jsonl").read_text().splitlines()]
+        assert (entry["server"], entry["status"], entry["phase"]) == ("null", "interrupted", "measure")
+        analysis = subprocess.run([sys.executable, "-m", "latency_diff.analyze", str(run_dir)], capture_output=True,
+                                  text=True, cwd=ROOT)
+        assert analysis.returncode == 3, analysis.stderr
+        assert "undertow: not measured (the run was interrupted)" in analysis.stdout
 
 
 class FaultyServer(Server):
@@ -175,26 +231,56 @@ class FaultyServer(Server):
         return [sys.executable, str(self.artifact), self.args[0], str(port), self.name]
 
 
+def _settings(tmp_path, servers, **kw):
+    base = dict(servers=servers, profile="test", warmup=0, block_requests=5000, block_warmup=0, quads=1,
+                min_pairs=1, max_pairs=1, budget=0.0, precision=5.0, precision_floor=0.5, wait_for_jit=False,
+                client="both", http="auto", pinning="none", client_cpu=None, server_cpu=None, port=free_port(),
+                jvm_flags=[], results_dir=tmp_path, start_timeout=30, allow_concurrent=True, sources={})
+    base.update(kw)
+    return settings.Settings(**base)
+
+
 @pytest.mark.parametrize("mode, reason", [
-    ("crash-after-3000", "server exited with status 3 during the run"),
-    ("hang-after-3000", "ab exited with status"),
+    ("crash-after-3000", "faulty exited with status 3 during the blocks"),
+    ("hang-after-3000", "no response within 10000 ms"),
 ])
 def test_a_server_that_crashes_or_hangs_mid_run_is_recorded_and_the_run_goes_on(tmp_path, mode, reason):
     servers = discover()
     dummy, undertow = servers[0], next(s for s in servers if s.name == "undertow")
     faulty = FaultyServer(name="faulty", display="Faulty", module_dir=ROOT / "tests", threading="blocking",
                           notes="test", args=(mode,), executable="misbehaving")
-    settings = driver.Settings(servers=[dummy, faulty, undertow], profile="test", requests=5000, trials=1,
-                               warmup=0, client="both", pinning="none", client_cpu=None, server_cpu=None,
-                               port=free_port(), jvm_flags=[],
-                               results_dir=tmp_path, start_timeout=30, allow_concurrent=True, sources={})
-    run = driver.Run(settings, driver.new_run_dir(tmp_path), java_executable())
-    run.measure()
-    entries = {e["server"]: e for e in map(json.loads, (run.dir / "trials.jsonl").read_text().splitlines())}
+    s = _settings(tmp_path, [dummy, faulty, undertow])
+    run = driver.Run(s, driver.new_run_dir(tmp_path), java_executable())
+    try:
+        run.measure()
+    finally:
+        run.stop_all()
+        shutil.rmtree(run.agent_dir, ignore_errors=True)
+    entries = {e["server"]: e for e in map(json.loads, (run.dir / "pairs.jsonl").read_text().splitlines())}
     assert entries["faulty"]["status"] == "failed" and entries["faulty"]["phase"] == "measure"
     assert reason in entries["faulty"]["reason"]
-    assert entries["dummy"]["status"] == "measured" and entries["undertow"]["status"] == "measured"
-    assert kit_processes(settings.port) == []
+    assert entries["null"]["status"] == "measured" and entries["undertow"]["status"] == "measured"
+    assert nothing_left(s.port)
+
+
+def test_the_warm_up_waits_for_a_quiet_jit(tmp_path):
+    """A Java server's warm-up ends only after its JIT compiler threads stood still for JIT_QUIET_S."""
+    servers = discover()
+    undertow = next(x for x in servers if x.name == "undertow")
+    s = _settings(tmp_path, [servers[0], undertow], warmup=5000, wait_for_jit=True, client="lean")
+    run = driver.Run(s, driver.new_run_dir(tmp_path), java_executable())
+    try:
+        r = pair.start(run.ctx, undertow, s.port, "undertow-w", reference_length=None, http="1.0")
+    finally:
+        run.stop_all()
+        shutil.rmtree(run.agent_dir, ignore_errors=True)
+    rounds = r.warmup
+    assert 1 <= len(rounds) <= pair.WARMUP_ROUNDS
+    assert rounds[0]["requests"] == 5000 and all(x["requests"] == 1000 for x in rounds[1:])
+    assert all(x["settle_s"] >= pair.JIT_QUIET_S for x in rounds)  # it waited for the compilers every round
+    assert rounds[0]["jit_cpu_ms"] > 0  # a fresh JVM compiles under its first requests
+    last = rounds[-1]
+    assert len(rounds) == pair.WARMUP_ROUNDS or last["jit_cpu_ms"] <= pair.JIT_BUSY_SHARE * last["wall_ms"]
 
 
 def test_an_unusable_results_directory_is_a_clear_error(tmp_path):
@@ -205,26 +291,38 @@ def test_an_unusable_results_directory_is_a_clear_error(tmp_path):
     assert f"cannot create the results directory {blocker / 'results'}" in proc.stderr
 
 
-def test_a_full_disk_stops_the_run_with_a_clear_error(tmp_path):
-    tiny = tmp_path / "tiny"
-    tiny.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(tiny)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip("needs root to mount a small tmpfs: " + mounted.stderr.decode().strip())
-    try:
-        port = free_port()
-        filler = tiny / "filler"
-        filler.write_bytes(b"\0" * (1536 * 1024))  # leaves about 0.5 MiB: less than the driver needs
-        proc = run_all("--quick", "--servers", "undertow", "--results-dir", str(tiny), "--port", str(port))
-        assert proc.returncode == 1, proc.stderr[-2000:]
-        assert "KiB free for the results" in proc.stderr and "finished trials are kept" in proc.stderr
-        (run_dir,) = [d for d in tiny.iterdir() if d.is_dir()]
-        assert not (run_dir / "summary.json").exists()
-        assert not list(run_dir.glob(".*.tmp"))
-        assert json.loads((run_dir / "run.json").read_text())["status"] == "incomplete"
-        assert kit_processes(port) == []
-    finally:
-        subprocess.run(["umount", str(tiny)], check=True)
+def test_ensure_space_refuses_below_the_minimum(tmp_path, monkeypatch):
+    s = _settings(tmp_path, discover()[:1])
+    run = driver.Run(s, driver.new_run_dir(tmp_path), java_executable())
+    shutil.rmtree(run.agent_dir, ignore_errors=True)
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(driver.shutil, "disk_usage", lambda _p: usage._replace(free=driver.MIN_FREE_BYTES - 1))
+    with pytest.raises(OSError, match="only 1023 KiB free for the results"):
+        run.ensure_space()
+    monkeypatch.setattr(driver.shutil, "disk_usage", lambda _p: usage._replace(free=driver.MIN_FREE_BYTES))
+    run.ensure_space()
+
+
+def test_a_full_disk_stops_the_run_with_a_clear_error(tmp_path, monkeypatch, capsys):
+    """The driver's ENOSPC path, in process: the disk 'fills up' once the first pair is on record."""
+    real = shutil.disk_usage
+
+    def usage(path):
+        u = real(path)
+        filled = any(p.read_text().strip() for p in tmp_path.glob("*/pairs.jsonl"))
+        return u._replace(free=1024) if filled else u
+    monkeypatch.setattr(driver.shutil, "disk_usage", usage)
+    monkeypatch.setattr(driver, "LOCK_FILE", tmp_path / "lock")
+    port = free_port()
+    code = driver.main(["--quick", "--servers", "undertow", "--results-dir", str(tmp_path), "--port", str(port)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "only 1 KiB free for the results" in err and "finished pairs are kept" in err
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    assert not (run_dir / "summary.json").exists()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "incomplete"
+    assert len((run_dir / "pairs.jsonl").read_text().splitlines()) == 1  # what finished stays
+    assert nothing_left(port)
 
 
 def maven_processes_here() -> list[int]:
@@ -233,7 +331,8 @@ def maven_processes_here() -> list[int]:
 
 
 def test_interruption_during_the_build_stops_maven_too(tmp_path):
-    (ROOT / "servers" / "undertow" / "server.toml").touch()  # a source newer than the last build
+    stamp = ROOT / ".build" / "stamp"
+    os.utime(stamp, (0, 0))  # the last complete build is older than every source: the next run rebuilds
     err_file = tmp_path / "stderr"
     with err_file.open("w") as err:
         proc = subprocess.Popen([str(RUN_ALL), "--quick", "--servers", "undertow", "--results-dir", str(tmp_path),

@@ -1,177 +1,169 @@
+"""The result model, reports and compare on paired runs whose every block value is chosen here.
+
+Expected values are worked out by hand in the comments (t quantiles from a t table).
+"""
+
 import json
-import math
 
 import pytest
+from runs import make_paired_run
 
-from conftest import make_run
 from latency_diff import analyze, model, report
 
+T2 = 4.302653  # Student t, 97.5%, 2 degrees of freedom
+T4 = 2.776445  # ... 4 degrees of freedom
 
-def test_valid_run_gives_diffs_and_cpu(tmp_path):
-    run = make_run(tmp_path, {
-        "dummy": [("valid-dummy.txt", "100+28"), ("valid-dummy.txt", "100+28"), ("valid-dummy.txt", "100+28")],
-        "undertow": [("valid-undertow.txt", "150+50")] * 3,
-    }, response_bytes={"dummy": 296, "undertow": 299})
+
+def test_diff_is_the_mean_of_pair_estimates_with_a_t_interval(tmp_path):
+    run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000), (21_000, 28_500), (19_000, 26_500)]})
     r = model.build(run)
-    dummy, undertow = r.ranked
-    assert dummy.name == "dummy" and dummy.valid
-    assert dummy.rtt.mean == pytest.approx(64_200.0)
-    assert undertow.diff.mean == pytest.approx(109_950.0 - 64_200.0)
-    assert undertow.diff.ci95_low == pytest.approx(undertow.diff.mean)  # identical trials: zero spread
-    assert dummy.cpu.mean == pytest.approx(128 * 1e7 / 20000)  # 128 ticks of 10 ms over 20000 requests
-    assert undertow.bytes_per_response == 299.0
-    assert undertow.requests == 60000
-    assert r.invalid == []
+    u = next(s for s in r.servers if s.name == "undertow")
+    # Estimates 7,000, 7,500, 7,500: mean 7,333.33; sd sqrt((333.33^2 + 2 * 166.67^2) / 2) = 288.675;
+    # half-width 4.302653 * 288.675 / sqrt(3) = 717.11.
+    assert u.clients["lean"].estimates == [7000.0, 7500.0, 7500.0]
+    assert u.diff.mean == pytest.approx(7333.333, abs=1e-3)
+    assert u.diff.half_width == pytest.approx(T2 * 288.675 / 3 ** 0.5, abs=0.01)
+    # Target: max(500, 5% of 7,333 = 366.7) = 500; 717 > 500: missed, with the between-process spread named.
+    assert u.target_ns == 500.0 and u.target_met is False
+    assert any("precision target missed: ±0.72 us after 3 pairs (target ±0.50 us)" in w for w in u.warnings)
+    # The dummy's own row: the mean of its blocks per pair, 20,000, 21,000, 19,000 -> 20,000.
+    base = r.baseline
+    assert base.valid and base.clients["lean"].rtt.mean == 20_000.0 and base.diff.mean == 0.0
 
 
-def test_failed_requests_make_the_server_invalid_with_reason(tmp_path):
-    run = make_run(tmp_path, {"dummy": [("valid-dummy.txt", None)] * 2,
-                              "broken": [("valid-undertow.txt", None), ("non-2xx.txt", None)]},
-                   response_bytes={"broken": 299})
+def test_a_stall_moves_the_plain_mean_not_the_headline(tmp_path):
+    stalled = {"quads": [(20_000, 27_000), (20_000, 27_000)], "stall": 50_000_000}
+    run = make_paired_run(tmp_path, {"undertow": [stalled, (20_000, 27_000), (20_000, 27_000)]})
+    u = next(s for s in model.build(run).servers if s.name == "undertow")
+    assert u.clients["lean"].estimates == [7000.0, 7000.0, 7000.0]  # the trimmed mean cuts the stall
+    # Plain: the stalled block's mean is (19,999 * 27,000 + 50,000,000) / 20,000 = 29,498.65; its quad's diff
+    # (29,498.65 + 27,000 - 40,000) / 2 = 8,249.325; the pair's median of (8,249.325, 7,000) = 7,624.6625.
+    plain = u.clients["lean"].plain_diff
+    assert plain.mean == pytest.approx((7624.6625 + 7000 + 7000) / 3)
+    assert u.target_met is True  # three identical estimates: zero width
+
+
+def test_precision_split_between_and_within_pairs(tmp_path):
+    run = make_paired_run(tmp_path, {"jetty": [{"quads": [(20_000, 50_000), (20_000, 52_000)]},
+                                               {"quads": [(20_000, 55_000), (20_000, 57_000)]}]})
+    c = next(s for s in model.build(run).servers if s.name == "jetty").clients["lean"]
+    # Quads 30,000, 32,000 | 35,000, 37,000: within-pair variance (2 * 1,000^2 + 2 * 1,000^2) / 2 = 2,000,000;
+    # estimates 31,000 and 36,000, variance 12,500,000; between = 12,500,000 - (pi / 2) * 2,000,000 / 2.
+    assert c.within_sd == pytest.approx(2_000_000 ** 0.5)
+    assert c.between_sd == pytest.approx((12_500_000 - 3.14159265 / 2 * 1_000_000) ** 0.5, rel=1e-6)
+    assert c.quads == [2, 2]
+
+
+def test_a_bad_block_makes_the_server_invalid_naming_the_file(tmp_path):
+    bad = {"quads": [(20_000, 27_000), (20_000, 27_000)], "non_2xx": 3}
+    run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000), bad], "x": ["failed:start:no READY within 60 s"]})
     r = model.build(run)
-    assert [s.name for s in r.ranked] == ["dummy"]
-    (broken,) = r.invalid
-    assert broken.reason.startswith("trial 2: ab completed 2000 of 20000 requests; 2000 non-2xx responses")
-    table = report.table(r)
-    assert "Invalid (left out of the comparison):\n  broken: trial 2:" in table
+    u, x = sorted(r.invalid, key=lambda s: s.name)
+    assert u.reason.startswith("pair 2: lean block blocks/undertow/p2-lean-q0-1s.json (server): 3 non-2xx responses")
+    assert x.reason == "pair 1, start: no READY within 60 s"
+    assert "Invalid (left out of the comparison):\n  undertow: pair 2:" in report.table(r)
 
 
-def test_start_failure_is_reported(tmp_path):
-    run = make_run(tmp_path, {"dummy": [("valid-dummy.txt", None)], "x": [("failed:no READY within 60 s", None)]})
-    (x,) = model.build(run).invalid
-    assert x.reason == "trial 1, start: no READY within 60 s"
+def test_the_null_pair_must_contain_zero(tmp_path):
+    ok = make_paired_run(tmp_path / "a", {"null": [(20_000, 20_100), (20_000, 19_900), (20_000, 20_000)]})
+    assert not [w for w in model.build(ok).warnings if "null pair" in w]
+    assert "contains 0, as it must" in report.table(model.build(ok))
+    biased = make_paired_run(tmp_path / "b", {"null": [(20_000, 21_000), (20_000, 21_100), (20_000, 20_900)]})
+    (w,) = [w for w in model.build(biased).warnings if "null pair" in w]
+    assert w.startswith("the null pair (dummy against a second dummy process) shows a difference: 1.00 us")
 
 
-def test_no_valid_baseline_means_no_diffs(tmp_path):
-    run = make_run(tmp_path, {"dummy": [("failed:exited", None)], "undertow": [("valid-undertow.txt", None)]},
-                   response_bytes={"undertow": 299})
-    r = model.build(run)
-    assert r.ranked[0].diff is None
-    assert any("baseline has no valid trial" in w for w in r.warnings)
+def test_cpu_cross_check_and_costs(tmp_path):
+    # Server 200 + 50 ticks (5 of them the JIT threads'), baseline 100 + 50, at 100 ticks a second over 1,000
+    # requests: 2.5 ms (0.05 ms JIT) and 1.5 ms a request; the CPU diff without the JIT, 2.45 - 1.5 = 0.95 ms, is
+    # far from the latency diff (7,000 ns): flagged.
+    pairs = [{"quads": [(20_000, 27_000)] * 2, "cpu": ((200, 50, 5), (100, 50)),
+              "jvm": {"allocated_bytes": 2_000_000, "gc_count": 1, "gc_time_ms": 3, "compile_time_ms": 0}}] * 3
+    u = next(s for s in model.build(make_paired_run(tmp_path, {"undertow": pairs})).servers if s.name == "undertow")
+    assert u.cpu.mean == pytest.approx(2_500_000.0) and u.cpu_diff.mean == pytest.approx(950_000.0)
+    assert u.alloc.mean == pytest.approx(2000.0) and u.gc_count.mean == 1
+    assert any("the CPU-time diff (950.00 us per request" in w for w in u.warnings)
+    # 5 ticks = 50 ms of JIT in 1 s of blocks: over 1%.
+    assert any("JIT compiler threads used 50 ms of CPU during 1.0 s of blocks" in w for w in u.warnings)
 
 
-def test_hand_edited_ab_output_is_an_error_and_nothing_is_written(tmp_path, capsys):
-    run = make_run(tmp_path, {"dummy": [("valid-dummy.txt", None)]})
-    f = run / "ab" / "dummy-t1.txt"
-    f.write_text(f.read_text().replace("Complete requests:      20000", "Complete requests:      lots"))
-    assert analyze.main([str(run)]) == 1
-    err = capsys.readouterr().err
-    assert f"{f}: line" in err and "'Complete requests' has a malformed value" in err
-    assert not (run / "summary.json").exists()
+def test_two_clients_and_their_agreement(tmp_path):
+    run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)]},
+                          clients=("lean", "ab"),
+                          ab_rtt={"undertow": [(30_000, 37_100), (30_000, 37_600), (30_000, 36_600)]})
+    u = next(s for s in model.build(run).servers if s.name == "undertow")
+    # lean: 7,000, 7,500, 6,500 -> 7,000 +- 4.302653 * 500 / sqrt(3); ab: 7,100, 7,600, 6,600 -> 7,100, same width.
+    assert u.clients["ab"].diff.mean == pytest.approx(7100.0, abs=0.5)
+    assert u.clients_agree is True
+    t = report.client_table(model.build(run))
+    assert t[1][0][:6] == ["undertow", "7.00", "[5.76, 8.24]", "7.10", "[5.86, 8.34]", "yes"]
+
+
+def test_frameworks_show_what_they_add_over_their_server(tmp_path):
+    run = make_paired_run(tmp_path, {"netty": [(20_000, 25_000), (20_000, 25_500), (20_000, 24_500)],
+                                     "spring": [(20_000, 45_000), (20_000, 46_000), (20_000, 44_000)]},
+                          meta={"spring": {"runs_on": "netty"}})
+    (cols, rows, _) = report.framework_table(model.build(run))
+    # 45,000 - 5,000 = 40,000; Welch: se sqrt(1000^2 / 3 + 500^2 / 3) = 645.5, df = (333,333 + 83,333)^2 /
+    # (333,333^2 / 2 + 83,333^2 / 2) = 2.94 -> t 4.3 (about): checked here by the sign and the centre only.
+    assert rows[0][:5] == ["spring", "netty", "25.00", "5.00", "20.00"]
+
+
+def test_old_format_runs_are_refused_with_a_reason(tmp_path):
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"format": "latency-diff/run/2", "status": "complete", "settings": {}}))
+    with pytest.raises(model.AnalysisError, match="single-server design"):
+        model.build(run)
 
 
 @pytest.mark.parametrize("damage, message", [
     (lambda run: (run / "env.json").unlink(), "env.json: missing"),
     (lambda run: (run / "run.json").write_text("{"), "run.json: not valid JSON"),
-    (lambda run: (run / "run.json").write_text(json.dumps({"format": "old", "status": "complete"})),
-     "field 'format' is 'old'"),
-    (lambda run: (run / "trials.jsonl").write_text('{"server": "dummy"}\n'), "line 1: missing field(s) trial, status"),
-    (lambda run: (run / "ab" / "dummy-t1.txt").unlink(), "dummy-t1.txt: cannot read"),
+    (lambda run: (run / "pairs.jsonl").write_text('{"server": "undertow"}\n'), "line 1: missing field(s) pair, status"),
+    (lambda run: (run / "blocks" / "undertow" / "p1-lean-q0-0b.json").unlink(), "p1-lean-q0-0b.json: cannot read"),
+    (lambda run: (run / "blocks" / "undertow" / "p1-lean-q0-0b.json").write_text('{"format": "x"}'),
+     "field 'format' is not"),
 ])
 def test_broken_run_directories_are_clear_errors(tmp_path, damage, message):
-    run = make_run(tmp_path, {"dummy": [("valid-dummy.txt", None)]})
+    run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000)]})
     damage(run)
     with pytest.raises(model.AnalysisError, match=message.replace("(", r"\(").replace(")", r"\)")):
         model.build(run)
 
 
 def test_outputs_carry_the_required_fields(tmp_path):
-    run = make_run(tmp_path, {"dummy": [("valid-dummy.txt", "1+1")] * 3,
-                              "undertow": [("valid-undertow.txt", "2+1")] * 3},
-                   response_bytes={"dummy": 296, "undertow": 299})
+    run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)],
+                                     "vertx": [(20_000, 26_000), (20_000, 26_500), (20_000, 25_500)]})
     assert analyze.main([str(run), "--quiet"]) == 0
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["format"] == "latency-diff/summary/2"
-    assert "env" in summary
-    for s in summary["servers"]:
-        for key in ("name", "valid", "requests", "rps", "rtt_ns", "diff_ns", "bytes_per_response",
-                    "server_cpu_ns_per_request"):
-            assert key in s
-        for key in ("mean", "stdev", "ci95_low", "ci95_high", "n"):
-            assert key in s["rtt_ns"] and key in s["diff_ns"] and key in s["rps"]
-    csv_lines = (run / "summary.csv").read_text().splitlines()
-    assert csv_lines[0].startswith("name,valid,reason,reference,threading")
-    assert csv_lines[2].startswith("undertow,True,,False,blocking")
-    assert "| undertow |" in (run / "report.md").read_text()
-
-
-def _expanded(path) -> list[int]:
-    """Every value of a lean fixture's histogram as its bucket's top: an independent percentile reference."""
-    data = json.loads(path.read_text())
-    values = [hi for _, hi, c in data["histogram"]["buckets"] for _ in range(c)]
-    return sorted(values)
-
-
-def _two_client_run(tmp_path, undertow_lean="valid-undertow.json"):
-    both = "valid-dummy.txt|valid-dummy.json"
-    return make_run(tmp_path, {
-        "dummy": [(both, "100+28")] * 3,
-        "floor": [("valid-dummy.txt|valid-floor.json", "50+50")] * 3,
-        "undertow": [(f"valid-undertow.txt|{undertow_lean}", "150+50+4")] * 3,
-    }, response_bytes={"undertow": 299}, jvm={"undertow": {"allocated_bytes": 2_000_000, "gc_count": 1,
-                                                           "gc_time_ms": 3, "compile_time_ms": 40, "threads": 20}})
-
-
-def test_two_clients_lean_is_primary_with_percentiles_and_agent_costs(tmp_path):
-    from conftest import LEAN
-    r = model.build(_two_client_run(tmp_path))
-    assert r.clients == ("ab", "lean") and r.primary == "lean"
-    floor, dummy, undertow = r.ranked  # the ladder first, by round trip
-    assert (floor.name, floor.reference) == ("floor", True)
-    lean_dummy = json.loads((LEAN / "valid-dummy.json").read_text())
-    assert dummy.rtt.mean == pytest.approx(lean_dummy["elapsed_ns"] / 20000)
-    assert dummy.clients["lean"].mean_rtt.mean == pytest.approx(lean_dummy["sum_ns"] / 20000)
-    assert undertow.clients["ab"].rtt.mean == pytest.approx(109_950.0)
-    # The same lean output three times: merged percentiles are those of one, ranked by hand here.
-    values = _expanded(LEAN / "valid-dummy.json")
-    expected = {k: values[math.ceil(p / 100 * len(values)) - 1]
-                for k, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9))}
-    got = dummy.clients["lean"].percentiles
-    assert {k: got[k] for k in expected} == expected and got["max"] == lean_dummy["max_ns"]
-    u_values = _expanded(LEAN / "valid-undertow.json")
-    u_max = json.loads((LEAN / "valid-undertow.json").read_text())["max_ns"]
-    assert undertow.clients["lean"].percentile_diffs == {
-        **{k: u_values[math.ceil(p / 100 * len(u_values)) - 1] - expected[k]
-           for k, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9))},
-        "max": u_max - lean_dummy["max_ns"]}
-    assert undertow.diff.mean == pytest.approx(undertow.rtt.mean - dummy.rtt.mean)
-    # Each trial's median request, then across trials: identical trials, so an exact, zero-width interval.
-    u_p50 = u_values[math.ceil(0.5 * len(u_values)) - 1]
-    p50_diff = undertow.clients["lean"].p50_diff
-    assert (p50_diff.mean, p50_diff.ci95_low, p50_diff.ci95_high) == (u_p50 - expected["p50"],) * 3
-    assert undertow.clients["ab"].p50_diff is None  # ab has no per-request times
-    # ab disagrees with lean here (the fixtures are different runs): flagged with the size.
-    assert undertow.agreement == pytest.approx((109_950.0 - undertow.rtt.mean) / undertow.rtt.mean)
-    assert any("ab and the lean client disagree" in w for w in undertow.warnings)
-    # Agent counters per request of the lean client's 20000 requests; JIT busy 40 ms of a 1 s run.
-    c = undertow.clients["lean"]
-    assert c.alloc.mean == pytest.approx(100.0) and c.gc_count.mean == 1 and c.gc_time_ms.mean == 3
-    assert any("JIT compiler threads used 40 ms of CPU during a 1000 ms measured run" in w for w in undertow.warnings)
-    assert c.cpu_user.mean == pytest.approx(150 * 1e7 / 20000) and c.cpu_system.mean == pytest.approx(50 * 1e7 / 20000)
-    assert dummy.clients["lean"].alloc is None  # no agent record: no number, not zero
-
-
-def test_reports_show_percentiles_costs_clients_and_pinning(tmp_path):
-    run = _two_client_run(tmp_path)
-    assert analyze.main([str(run), "--quiet"]) == 0
-    md = (run / "report.md").read_text()
-    for text in ("## Round trip and diff by percentile", "| p50 [us] |", "## Cost per request on the server",
-                 "alloc/req [B]", "## The two clients", "Pinning split (client on CPU 0, server on CPU 1)",
-                 "critical-path latency", "![Diffs with their 95% intervals](diffs.png)",
-                 "![Round trip by percentile](percentiles.png)"):
-        assert text in md, text
-    summary = json.loads((run / "summary.json").read_text())
+    assert summary["format"] == "latency-diff/summary/3"
     u = next(s for s in summary["servers"] if s["name"] == "undertow")
-    assert u["clients"]["lean"]["alloc_bytes_per_request"]["mean"] == pytest.approx(100.0)
-    assert set(u["clients"]["lean"]["percentiles_ns"]) == {"p50", "p90", "p99", "p99.9", "max"}
-    header = (run / "summary.csv").read_text().splitlines()[0].split(",")
-    for col in ("rtt_ns_p99.9", "diff_ns_max", "alloc_bytes_per_request", "ab_rtt_ns_mean", "lean_rtt_ns_mean"):
-        assert col in header
+    assert u["diff_ns"]["mean"] == pytest.approx(7000.0) and u["target_met"] is False
+    assert u["pairs"][0]["estimates_ns"] == {"lean": 7000.0}
+    # vertx (6,000 +- 500) and undertow (7,000 +- 500): Welch t = 1,000 / sqrt(2 * 500^2 / 3) = 2.45 < 2.78 (df 4).
+    assert u["diff_significant_vs_previous"] is False
+    csv_lines = (run / "summary.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("name,valid,reason,ladder,threading,http")
+    assert csv_lines[3].startswith("undertow,True,,False,blocking,1.0,,,,lean,3,7000.0,")
+    md = (run / "report.md").read_text()
+    for text in ("| undertow |", "## Precision reached", "## The study's figures and the tail",
+                 "![Diffs with their 95% intervals](diffs.png)"):
+        assert text in md, text
+
+
+def test_an_incomplete_run_is_reported_and_exits_3(tmp_path, capsys):
+    run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000)], "jetty": []}, status="incomplete")
+    assert analyze.main([str(run)]) == 3
+    out = capsys.readouterr().out
+    assert "jetty: not measured (the run was interrupted)" in out
+    assert "the run is incomplete" in out
 
 
 def test_plots_are_valid_non_empty_images(tmp_path):
     import xml.etree.ElementTree as ET
-    run = _two_client_run(tmp_path)
+    run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)],
+                                     "floor": [(20_000, 18_000)] * 3})
     assert analyze.main([str(run), "--quiet"]) == 0
     for stem in ("diffs", "percentiles"):
         png = (run / f"{stem}.png").read_bytes()
@@ -183,33 +175,36 @@ def test_plots_are_valid_non_empty_images(tmp_path):
     assert "undertow" in (run / "diffs.svg").read_text()
 
 
-def test_a_lean_client_error_makes_the_trial_invalid(tmp_path):
-    run = make_run(tmp_path, {"dummy": [("valid-dummy.json", None)] * 2,
-                              "broken": [("valid-dummy.json", None), ("refused.json", None)]})
-    r = model.build(run)
-    (broken,) = r.invalid
-    assert broken.reason == ("trial 2: lean client: cannot connect to 127.0.0.1:18181: Connection refused; "
-                             "lean client completed 0 of 20000 requests")
+def _compare_rows(a_pairs, b_pairs, tmp_path):
+    a = model.build(make_paired_run(tmp_path / "a", {"undertow": a_pairs}))
+    b = model.build(make_paired_run(tmp_path / "b", {"undertow": b_pairs}))
+    (_, rows, _), notes = analyze.compare(a, b)
+    return rows, notes
 
 
-def test_compare_says_not_significant_within_noise_and_names_a_change(tmp_path):
-    same_a = _two_client_run(tmp_path / "a")
-    same_b = _two_client_run(tmp_path / "b")
-    slower = _two_client_run(tmp_path / "c", undertow_lean="valid-undertow-slower.json")
-    a, b, c = model.build(same_a), model.build(same_b), model.build(slower)
-    (cols, rows, _), notes = analyze.compare(a, b)
-    assert cols[0] == "server" and notes == []
-    assert {row[0]: row[-1] for row in rows} == {"floor": "not significant", "undertow": "not significant"}
-    (_, rows, _), _ = analyze.compare(a, c)
-    undertow = next(row for row in rows if row[0] == "undertow")
-    change = c.servers[2].rtt.mean - a.servers[2].rtt.mean
-    assert undertow[3] == f"{change / 1000:+.2f}"
-    assert undertow[-1] == ("slower" if change > 0 else "faster")
+def test_compare_within_noise_is_not_significant(tmp_path):
+    # A: 7,000, 8,000, 6,000 (mean 7,000, sd 1,000); B: 7,200, 8,200, 6,200 (mean 7,200, sd 1,000).
+    # Change 200, se sqrt(2 * 1,000^2 / 3) = 816.5, df 4: half-width 2.776445 * 816.5 = 2,266.9 -> [-2.07, 2.47] us.
+    rows, notes = _compare_rows([(20_000, 27_000), (20_000, 28_000), (20_000, 26_000)],
+                                [(20_000, 27_200), (20_000, 28_200), (20_000, 26_200)], tmp_path)
+    assert notes == []
+    assert rows == [["undertow", "7.00", "7.20", "+0.20", "[-2.07, 2.47]", "+3%", "not significant"]]
 
 
-def test_compare_from_the_command_line(tmp_path, capsys):
-    a, b = _two_client_run(tmp_path / "a"), _two_client_run(tmp_path / "b")
-    assert analyze.main(["compare", str(a), str(b)]) == 0
-    out = capsys.readouterr().out
-    assert "change 95% CI [us]" in out and "not significant" in out
-    assert analyze.main(["compare", str(a), str(tmp_path / "nope")]) == 1
+def test_compare_names_a_real_change(tmp_path):
+    # A: 7,000 +- 100 (6,900, 7,000, 7,100); B: 9,000 +- 100. Change 2,000, se sqrt(2 * 100^2 / 3) = 81.65,
+    # half-width 2.776445 * 81.65 = 226.7 -> [1.77, 2.23] us: slower.
+    rows, _ = _compare_rows([(20_000, 26_900), (20_000, 27_000), (20_000, 27_100)],
+                            [(20_000, 28_900), (20_000, 29_000), (20_000, 29_100)], tmp_path)
+    assert rows == [["undertow", "7.00", "9.00", "+2.00", "[1.77, 2.23]", "+29%", "slower"]]
+
+
+def test_compare_from_the_command_line_and_old_runs(tmp_path, capsys):
+    a = make_paired_run(tmp_path / "a", {"undertow": [(20_000, 27_000)] * 3})
+    assert analyze.main(["compare", str(a), str(a)]) == 0
+    assert "change 95% CI [us]" in capsys.readouterr().out
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "run.json").write_text(json.dumps({"format": "latency-diff/run/2", "status": "complete", "settings": {}}))
+    assert analyze.main(["compare", str(old), str(a)]) == 1
+    assert "single-server design" in capsys.readouterr().err

@@ -1,0 +1,317 @@
+"""The driver's command line and settings: every option is a flag and a LATENCY_DIFF_<OPTION> variable.
+
+A flag wins over the variable, the variable over the profile. The run prints every setting and
+where it came from, and records them in run.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import KIT_ROOT
+from .servers import Server, ServerError, discover, select
+
+#: Profiles. warmup: requests per server process before measuring (then the JIT must be quiet);
+#: block_requests/block_warmup: timed and untimed requests of one block; quads: ABBA quads per client
+#: in a process pair (adapted per server from its measured variances); pairs: the least and most
+#: process pairs per server; budget: seconds per server after which no new pair starts.
+PROFILES: dict[str, dict] = {
+    "default": {"warmup": 100_000, "block_requests": 4_000, "block_warmup": 200, "quads": 6, "min_pairs": 3,
+                "max_pairs": 12, "budget": 75.0, "wait_for_jit": True},
+    # A smoke run: one pair per server, one quad per client, no waiting for the JIT (not for comparing).
+    "quick": {"warmup": 1_000, "block_requests": 500, "block_warmup": 50, "quads": 1, "min_pairs": 1,
+              "max_pairs": 1, "budget": 0.0, "wait_for_jit": False},
+    # The 2014 study's run length: one pair, one quad of 10,000,000-request blocks, no warm-up.
+    "original": {"warmup": 0, "block_requests": 10_000_000, "block_warmup": 0, "quads": 1, "min_pairs": 1,
+                 "max_pairs": 1, "budget": 0.0, "wait_for_jit": False},
+}
+DEFAULT_JVM_FLAGS = "-Xms512m -Xmx512m -XX:+AlwaysPreTouch"
+CLIENTS = {"ab": ("ab",), "lean": ("lean",), "both": ("lean", "ab")}
+PINNINGS = ("split", "shared", "none")
+#: Chosen by measurement: see docs/method.md "Pinning".
+DEFAULT_PINNING = "shared"
+HTTP_MODES = ("auto", "1.1")
+ENV_PREFIX = "LATENCY_DIFF_"
+#: Quads per pair are adapted within these bounds (Kalibera and Jones allocation, paired.optimal_quads).
+MIN_QUADS, MAX_QUADS = 2, 16
+
+
+class RunError(Exception):
+    """A problem that stops the run before it measures anything; the message says what to do."""
+
+
+@dataclass
+class Settings:
+    servers: list[Server]
+    profile: str
+    warmup: int
+    block_requests: int
+    block_warmup: int
+    quads: int
+    min_pairs: int
+    max_pairs: int
+    budget: float
+    precision: float
+    precision_floor: float
+    wait_for_jit: bool
+    client: str
+    http: str
+    pinning: str
+    client_cpu: int | None
+    server_cpu: int | None
+    port: int
+    jvm_flags: list[str]
+    results_dir: Path
+    start_timeout: float
+    allow_concurrent: bool
+    sources: dict[str, str]
+
+    @property
+    def clients(self) -> tuple[str, ...]:
+        return CLIENTS[self.client]
+
+    def server_http(self, server: Server) -> str:
+        """The HTTP version a server (and its baseline) is measured with in this run."""
+        return "1.1" if self.http == "1.1" else server.http
+
+    def to_dict(self) -> dict:
+        return {
+            "servers": [s.name for s in self.servers], "profile": self.profile, "warmup": self.warmup,
+            "block_requests": self.block_requests, "block_warmup": self.block_warmup, "quads": self.quads,
+            "min_pairs": self.min_pairs, "max_pairs": self.max_pairs, "budget_s": self.budget,
+            "precision_pct": self.precision, "precision_floor_us": self.precision_floor,
+            "wait_for_jit": self.wait_for_jit, "clients": list(self.clients), "http": self.http,
+            "pinning": self.pinning, "client_cpu": self.client_cpu, "server_cpu": self.server_cpu,
+            "port": self.port, "jvm_flags": self.jvm_flags, "results_dir": str(self.results_dir),
+            "start_timeout_s": self.start_timeout, "allow_concurrent": self.allow_concurrent,
+            "sources": self.sources,
+        }
+
+
+def build_parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run-all.sh", description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Profiles (warm-up / block requests / quads per pair / pairs min-max / budget per server): " + "; ".join(
+            f"{k}: {v['warmup']:,} / {v['block_requests']:,} / {v['quads']} / {v['min_pairs']}-{v['max_pairs']} / "
+            f"{v['budget']:.0f} s" for k, v in PROFILES.items())
+        + f". Every option is also a variable {ENV_PREFIX}<OPTION> (e.g. {ENV_PREFIX}BUDGET=120, "
+          f"{ENV_PREFIX}QUICK=1); a flag wins.")
+    p.add_argument("--servers", metavar="LIST", help="comma-separated server names (default: all); the baseline "
+                   "ladder (dummy, floor, dummy-nio) and the null pair are always measured")
+    p.add_argument("--profile", choices=sorted(PROFILES), help="default, quick or original (default: default)")
+    p.add_argument("--quick", action="store_true", default=None,
+                   help="same as --profile quick: a smoke run, one process pair per server")
+    p.add_argument("--precision", type=float, metavar="PCT", help="stop adding process pairs to a server once its "
+                   "diff's 95%% half-width is at most PCT%% of the diff (or --precision-floor) (default 5)")
+    p.add_argument("--precision-floor", type=float, metavar="US", help="...or at most this many microseconds, "
+                   "whichever is larger (default 0.5)")
+    p.add_argument("--budget", type=float, metavar="S", help="seconds per server after which no new process pair "
+                   "starts for it (default: per profile, 75)")
+    p.add_argument("--min-pairs", type=int, metavar="N", help="process pairs every server gets (default: per profile)")
+    p.add_argument("--max-pairs", type=int, metavar="N", help="process pairs a server gets at most (default: per "
+                   "profile)")
+    p.add_argument("--quads", type=int, metavar="N", help="ABBA quads per client in a server's first process pair; "
+                   "later pairs adapt it to the measured variances (default: per profile)")
+    p.add_argument("--block-requests", type=int, metavar="N", help="timed requests in one block (default: per "
+                   "profile)")
+    p.add_argument("--block-warmup", type=int, metavar="N", help="untimed requests that open each lean block's "
+                   "connection (default: per profile)")
+    p.add_argument("--warmup", type=int, metavar="N", help="requests each server process gets before its blocks; "
+                   "then the driver waits for its JIT to go quiet (default: per profile)")
+    p.add_argument("--client", choices=sorted(CLIENTS), help="which client measures: lean (the kit's C client, the "
+                   "headline), ab (the study's) or both, in alternating quads (default both)")
+    p.add_argument("--http", choices=HTTP_MODES, help="auto: ab's HTTP/1.0 keep-alive request, or HTTP/1.1 for "
+                   "servers whose metadata says so; 1.1: every server over HTTP/1.1, lean client only "
+                   "(default auto)")
+    p.add_argument("--pinning", choices=PINNINGS, help=f"shared: client, baseline and server on one CPU; split: "
+                   f"client on one CPU, the servers on another (the study's); none: not pinned (default "
+                   f"{DEFAULT_PINNING})")
+    p.add_argument("--client-cpu", metavar="C", help="CPU for the client (split default: the first usable CPU; "
+                   "shared: the servers' CPU)")
+    p.add_argument("--server-cpu", metavar="S", help="CPU for the server processes, the baseline included (default: "
+                   "the second usable CPU)")
+    p.add_argument("--port", type=int, metavar="P", help="the baseline listens on P, the measured servers on P+1 to "
+                   "P+8 in turn, since a port a server closed connections on stays in TIME_WAIT for a minute "
+                   "(default 8080)")
+    p.add_argument("--jvm-flags", metavar="FLAGS", help=f"JVM flags for every server (default '{DEFAULT_JVM_FLAGS}')")
+    p.add_argument("--results-dir", metavar="DIR", help="where run directories go (default results/)")
+    p.add_argument("--start-timeout", type=float, metavar="S", help="seconds a server may take to print READY "
+                   "(default 60)")
+    p.add_argument("--allow-concurrent", action="store_true", default=None,
+                   help="run even if another latency-diff run is going (their timings will disturb each other)")
+    p.add_argument("--list", action="store_true", default=None, help="list the servers and exit")
+    return p
+
+
+def parse_bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("expected 1/0, true/false, yes/no or on/off")
+
+
+def positive(value: str | int) -> int:
+    n = int(value)
+    if n < 1:
+        raise ValueError(f"{n} is not a positive whole number")
+    return n
+
+
+def non_negative(value: str | int | float) -> float:
+    x = float(value)
+    if x < 0 or x != x:
+        raise ValueError(f"{value} is negative")
+    return x
+
+
+def knob(args: argparse.Namespace, name: str, default, sources: dict[str, str], convert=str):
+    """A setting from its flag, else its LATENCY_DIFF_ variable, else the default; notes where it came from."""
+    cli = getattr(args, name)
+    env_name = ENV_PREFIX + name.upper()
+    if cli is not None:
+        sources[name] = "flag"
+        try:
+            return convert(cli) if not isinstance(cli, bool) else cli
+        except ValueError as e:
+            raise RunError(f"--{name.replace('_', '-')} {cli}: {e}") from e
+    if os.environ.get(env_name, "") != "":
+        sources[name] = env_name
+        try:
+            return convert(os.environ[env_name])
+        except ValueError as e:
+            raise RunError(f"{env_name}={os.environ[env_name]!r}: {e}") from e
+    sources[name] = "default"
+    return default
+
+
+def _cpu(value: str | int | None) -> int | None:
+    if value is None:
+        return None
+    if str(value).lower() == "none":
+        raise RunError("to run without pinning, pass --pinning none instead of a CPU of 'none'")
+    try:
+        cpu = int(value)
+    except ValueError as e:
+        raise RunError(f"CPU {value!r} is not a CPU number") from e
+    if cpu not in os.sched_getaffinity(0):
+        raise RunError(f"CPU {cpu} is not available here (usable: {sorted(os.sched_getaffinity(0))})")
+    return cpu
+
+
+def _usable_cpu(index: int) -> int:
+    """The index-th CPU this process may run on (a container's cpuset keeps the host's numbers)."""
+    usable = sorted(os.sched_getaffinity(0))
+    if len(usable) <= index:
+        raise RunError(f"only CPU(s) {usable} usable: split pinning needs two CPUs; give more, or pass "
+                       "--pinning shared (one CPU)")
+    return usable[index]
+
+
+def pin(pinning: str, client: int | None, server: int | None) -> tuple[int | None, int | None]:
+    """(client CPU, server CPU) for a pinning mode and the CPUs given on the command line, if any."""
+    if pinning == "none":
+        if client is not None or server is not None:
+            raise RunError("--pinning none pins nothing: drop --client-cpu/--server-cpu, or choose split or shared")
+        return None, None
+    if pinning == "shared":
+        usable = sorted(os.sched_getaffinity(0))
+        cpu = server if server is not None else client
+        if cpu is None:
+            # The second CPU if there is one: the first tends to take more of the machine's interrupts.
+            cpu = usable[1] if len(usable) > 1 else usable[0]
+        if client is not None and client != cpu:
+            raise RunError(f"--pinning shared puts client and server on one CPU, but CPUs {client} and {cpu} were "
+                           "given; give one, or choose --pinning split")
+        return cpu, cpu
+    client = _usable_cpu(0) if client is None else client
+    server = (_usable_cpu(1) if client != _usable_cpu(1) else _usable_cpu(0)) if server is None else server
+    if client == server:
+        raise RunError(f"--pinning split needs two CPUs, but client and server are both on CPU {client}; give "
+                       "them different CPUs, or choose --pinning shared")
+    return client, server
+
+
+def _choice(options: tuple[str, ...] | dict, what: str):
+    def convert(value: str) -> str:
+        if value not in options:
+            raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(options)}")
+        return value
+    return convert
+
+
+def resolve(args: argparse.Namespace) -> Settings:
+    sources: dict[str, str] = {}
+    quick = knob(args, "quick", False, sources, parse_bool)
+    profile = "quick" if quick else knob(args, "profile", "default", sources, _choice(PROFILES, "profile"))
+    if quick:
+        sources["profile"] = sources["quick"]
+    prof = PROFILES[profile]
+    try:
+        servers = select(discover(), knob(args, "servers", None, sources))
+    except ServerError as e:
+        raise RunError(str(e)) from e
+    s = Settings(
+        servers=servers, profile=profile,
+        warmup=int(knob(args, "warmup", prof["warmup"], sources, non_negative)),
+        block_requests=knob(args, "block_requests", prof["block_requests"], sources, positive),
+        block_warmup=int(knob(args, "block_warmup", prof["block_warmup"], sources, non_negative)),
+        quads=knob(args, "quads", prof["quads"], sources, positive),
+        min_pairs=knob(args, "min_pairs", prof["min_pairs"], sources, positive),
+        max_pairs=knob(args, "max_pairs", prof["max_pairs"], sources, positive),
+        budget=knob(args, "budget", prof["budget"], sources, non_negative),
+        precision=knob(args, "precision", 5.0, sources, non_negative),
+        precision_floor=knob(args, "precision_floor", 0.5, sources, non_negative),
+        wait_for_jit=prof["wait_for_jit"],
+        client=knob(args, "client", "both", sources, _choice(CLIENTS, "client")),
+        http=knob(args, "http", "auto", sources, _choice(HTTP_MODES, "HTTP mode")),
+        pinning=knob(args, "pinning", DEFAULT_PINNING, sources, _choice(PINNINGS, "pinning")),
+        client_cpu=_cpu(knob(args, "client_cpu", None, sources)),
+        server_cpu=_cpu(knob(args, "server_cpu", None, sources)),
+        port=knob(args, "port", 8080, sources, int),
+        jvm_flags=shlex.split(knob(args, "jvm_flags", DEFAULT_JVM_FLAGS, sources)),
+        results_dir=Path(knob(args, "results_dir", str(KIT_ROOT / "results"), sources)),
+        start_timeout=knob(args, "start_timeout", 60.0, sources, non_negative),
+        allow_concurrent=knob(args, "allow_concurrent", False, sources, parse_bool),
+        sources=sources,
+    )
+    if s.max_pairs < s.min_pairs:
+        raise RunError(f"--max-pairs {s.max_pairs} is below --min-pairs {s.min_pairs}")
+    if not 1 <= s.port <= 65535 - 8:
+        raise RunError(f"--port {s.port}: the run needs ports P to P+8, so P must be 1 to {65535 - 8}")
+    if s.http == "1.1" and "ab" in s.clients:
+        if s.sources["client"] == "default":
+            s.client = "lean"  # ab speaks HTTP/1.0 only
+        else:
+            raise RunError("--http 1.1 measures with the lean client only (ab speaks HTTP/1.0); drop --client ab/both")
+    s.client_cpu, s.server_cpu = pin(s.pinning, s.client_cpu, s.server_cpu)
+    return s
+
+
+def print_settings(s: Settings, run_name: str, java: str, out) -> None:
+    def src(k: str) -> str:
+        return "" if s.sources.get(k, "default") == "default" else f"  ({s.sources[k]})"
+    print(f"latency-diff run {run_name}", file=out)
+    rows = [("profile", s.profile, "profile"), ("servers", ",".join(x.name for x in s.servers), "servers"),
+            ("clients", " and ".join(s.clients), "client"), ("http", s.http, "http"),
+            ("precision", f"95% half-width <= max({s.precision_floor} us, {s.precision}% of the diff)", "precision"),
+            ("budget", f"{s.budget:.0f} s per server", "budget"),
+            ("pairs", f"{s.min_pairs} to {s.max_pairs} per server", "min_pairs"),
+            ("quads", f"{s.quads} per client in a first pair, then adapted", "quads"),
+            ("blocks", f"{s.block_requests:,} timed requests (+{s.block_warmup:,} untimed)", "block_requests"),
+            ("warmup", f"{s.warmup:,} requests per process" + (", then a quiet JIT" if s.wait_for_jit else ""),
+             "warmup"),
+            ("pinning", s.pinning, "pinning"), ("client cpu", s.client_cpu, "client_cpu"),
+            ("server cpu", s.server_cpu, "server_cpu"),
+            ("ports", f"{s.port} (baseline), {s.port + 1}-{s.port + 8} (servers, in turn)", "port"),
+            ("jvm flags", " ".join(s.jvm_flags), "jvm_flags"), ("java", java, "java"),
+            ("start timeout", f"{s.start_timeout:.0f} s", "start_timeout"),
+            ("concurrent", "allowed" if s.allow_concurrent else "refused", "allow_concurrent"),
+            ("results", s.results_dir, "results_dir")]
+    for label, value, key in rows:
+        print(f"  {label:13} {value}{src(key)}", file=out)
