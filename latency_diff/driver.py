@@ -257,7 +257,7 @@ class Run:
                          warmup=srv.warmup, setup_s=round(time.monotonic() - t0, 3))
             pair.measure(ctx, base, srv, entry, st.quads, http)
             if server.name not in self.date_checked:
-                pair.date_check(ctx, srv, http)
+                pair.date_check(ctx, srv)
                 self.date_checked.add(server.name)
             entry["status"] = "measured"
         except pair.PairFailed as e:

@@ -201,10 +201,10 @@ def measure(ctx: Context, base: Running, srv: Running, entry: dict, quads: int, 
     entry["measure_s"] = round(wall, 3)
 
 
-def date_check(ctx: Context, r: Running, http: str) -> None:
+def date_check(ctx: Context, r: Running) -> None:
     """The live-Date half of conformance (needs a second since the first check): once per server and run."""
     ctx.where["phase"] = "date check"
-    problem = conformance.check_date_later(r.proc.port, r.check, http=http)
+    problem = conformance.check_date_later(r.proc.port, r.check)  # in the HTTP version of the first check
     if problem:
         raise PairFailed("conformance", problem)
 
