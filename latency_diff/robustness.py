@@ -6,7 +6,7 @@ server: the diffs must agree within their intervals, and no interval may be more
 times wider under the injector. Writes both run directories and robustness.md / robustness.json into
 results/robustness-<UTC time>/, and prints the table.
 
-Usage: scripts/bench-robustness.sh [--servers LIST] [DRIVER OPTIONS...]
+Usage: scripts/bench.sh robustness [--servers LIST] [DRIVER OPTIONS...]
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def compare(quiet: model.RunResult, injected: model.RunResult) -> tuple[report.T
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench-robustness.sh", description=__doc__,
+    p = argparse.ArgumentParser(prog="bench.sh robustness", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--servers", default=DEFAULT_SERVERS, help=f"servers to measure (default {DEFAULT_SERVERS}); "
                    "the ladder and the null pair are always in")
