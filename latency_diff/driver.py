@@ -331,7 +331,7 @@ def _utc() -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(__doc__ or "").parse_args(argv)
     try:
-        if args.list:
+        if args.list or os.environ.get("LATENCY_DIFF_LIST", "").strip().lower() in ("1", "true", "yes", "on"):
             for s in discover():
                 print(f"{s.name:16} {s.threading:16} HTTP/{s.http}  {s.display}")
             return 0

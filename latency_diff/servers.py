@@ -102,7 +102,7 @@ class Server:
         return NATIVE_BUILD / self.executable if self.executable else self.jar
 
     def command(self, java: str, jvm_flags: list[str], port: int, host: str = "127.0.0.1") -> list[str]:
-        """The command line that starts this server (server contract, DESIGN.md section 1)."""
+        """The command line that starts this server (the server contract: --port, --host, --name)."""
         common = ["--port", str(port), "--host", host, "--name", self.wire_name, *self.args]
         if self.executable:
             return [str(self.artifact), *common, "--template", str(REFERENCE_RESPONSE)]

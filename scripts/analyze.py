@@ -1,20 +1,29 @@
 #!/usr/bin/env python3
 """Turns a run directory's raw files into the latency-diff table and its files (see --help).
 
-Run it with the kit's virtual environment (.venv/bin/python scripts/analyze.py RUN_DIR), which
-scripts/run-all.sh creates; it calls this at the end of every run.
+Runs with any python3: when the analysis packages (scipy, matplotlib) are not importable, it runs
+itself again with the kit's virtual environment (.venv, which ./scripts/run-all.sh and
+./scripts/test.sh create), so that `scripts/analyze.py RUN_DIR` works as written.
 """
 
+import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+VENV = Path(os.environ.get("LATENCY_DIFF_VENV", ROOT / ".venv"))
+sys.path.insert(0, str(ROOT))
 
 try:
-    from latency_diff.analyze import main
-except ModuleNotFoundError as e:  # scipy and friends live in the kit's virtual environment
-    sys.exit(f"analyze.py: missing Python package '{e.name}': run it as .venv/bin/python scripts/analyze.py "
-             "(./scripts/run-all.sh --help creates .venv), or pip install -r requirements.txt")
+    import matplotlib  # noqa: F401  (the analysis needs both; check before anything runs)
+    import scipy  # noqa: F401
+except ModuleNotFoundError as e:
+    if (VENV / "bin" / "python").is_file() and Path(sys.prefix).resolve() != VENV.resolve():
+        os.execv(str(VENV / "bin" / "python"), [str(VENV / "bin" / "python"), __file__, *sys.argv[1:]])
+    sys.exit(f"analyze.py: missing Python package '{e.name}' and no virtual environment at {VENV}: run "
+             "./scripts/build.sh once (it creates it), or pip install -r requirements.txt")
+
+from latency_diff.analyze import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

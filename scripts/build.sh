@@ -10,7 +10,8 @@ usage() {
   cat <<'USAGE'
 Usage: ./scripts/build.sh [--force] [--test]
 
-Generates the Maven reactor from the module folders present (.build/pom.xml) and builds each
+Creates the Python virtual environment (.venv) with the pinned packages of requirements.txt,
+generates the Maven reactor from the module folders present (.build/pom.xml) and builds each
 module's executable jar (target/<module>.jar, dependencies in target/lib/) and the java agent
 (agent/target/latency-diff-agent.jar); compiles native/lean.c and native/floor.c into native/build/.
   --force   build even if the jars and programs look up to date
@@ -30,6 +31,7 @@ main() {
     shift
   done
   find_jdk
+  ensure_venv
   build_jars "$goal" "$force"
   build_native "$force"
 }

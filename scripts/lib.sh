@@ -82,6 +82,13 @@ ensure_ab() {
   Install it with: sudo apt-get install apache2-utils   (Fedora: sudo dnf install httpd-tools)"
 }
 
+ensure_shellcheck() {
+  command -v shellcheck >/dev/null && return 0
+  apt_install shellcheck && command -v shellcheck >/dev/null && return 0
+  die "ShellCheck is missing and could not be installed here.
+  Install it with: sudo apt-get install shellcheck   (Fedora: sudo dnf install ShellCheck)"
+}
+
 ensure_cc() {
   CC="${CC:-cc}"
   command -v "$CC" >/dev/null && return 0

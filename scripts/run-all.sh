@@ -35,7 +35,13 @@ main() {
       (cd "$KIT_ROOT" && python3 -m latency_diff.driver --help | sed -n '/^options:/,$p')
       exit 0
     fi
+    if [[ "$arg" == "--list" ]]; then
+      cd "$KIT_ROOT" && exec python3 -m latency_diff.driver --list  # discovery only: no set-up, no build
+    fi
   done
+  if [[ "${LATENCY_DIFF_LIST:-}" =~ ^(1|true|yes|on)$ ]]; then
+    cd "$KIT_ROOT" && exec python3 -m latency_diff.driver --list
+  fi
   cd "$KIT_ROOT"
   find_jdk
   ensure_ab

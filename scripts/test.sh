@@ -18,13 +18,26 @@ end-to-end runs of run-all.sh (--quick). Extra arguments go to pytest, e.g. -k c
 USAGE
 }
 
+# The last line is always the verdict, also when set-up, the build or the Java tests stop the script early.
+verdict() {
+  local code=$?
+  if ((code == 0)); then
+    echo "latency-diff tests: PASSED"
+  else
+    echo "latency-diff tests: FAILED"
+  fi
+  exit "$code"
+}
+
 main() {
   if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then usage; exit 0; fi
   cd "$KIT_ROOT"
+  trap verdict EXIT
   local status=0
   find_jdk
   ensure_ab
   ensure_taskset
+  ensure_shellcheck
   ensure_venv
   build_jars verify
   build_native force
@@ -32,19 +45,10 @@ main() {
   "${VENV}/bin/ruff" check latency_diff tests scripts/analyze.py || status=1
   info "lint: hadolint"
   "${VENV}/bin/hadolint" Dockerfile || status=1
-  if command -v shellcheck >/dev/null; then
-    info "lint: shellcheck"
-    shellcheck scripts/*.sh .ci/run || status=1
-  else
-    info "lint: shellcheck not installed, skipped (sudo apt-get install shellcheck)"
-  fi
+  info "lint: shellcheck"
+  shellcheck scripts/*.sh .ci/run || status=1
   info "pytest"
   "$PYTHON" -m pytest -q -p no:cacheprovider tests "$@" || status=1
-  if ((status == 0)); then
-    echo "latency-diff tests: PASSED"
-  else
-    echo "latency-diff tests: FAILED"
-  fi
   return "$status"
 }
 

@@ -1,0 +1,55 @@
+"""Settings: flags, LATENCY_DIFF_ variables and their parsing, and the errors for bad values."""
+
+import pytest
+
+from latency_diff import settings
+from latency_diff.settings import RunError
+
+
+def resolve(argv, monkeypatch, **env):
+    for k in list(__import__("os").environ):
+        if k.startswith("LATENCY_DIFF_"):
+            monkeypatch.delenv(k)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return settings.resolve(settings.build_parser("").parse_args(argv))
+
+
+@pytest.mark.parametrize("value, expected", [("1", True), ("yes", True), ("ON", True), ("true", True),
+                                             ("0", False), ("no", False), ("off", False), ("false", False)])
+def test_booleans(value, expected, monkeypatch):
+    s = resolve([], monkeypatch, LATENCY_DIFF_ALLOW_CONCURRENT=value)
+    assert s.allow_concurrent is expected and s.sources["allow_concurrent"] == "LATENCY_DIFF_ALLOW_CONCURRENT"
+
+
+def test_a_bad_boolean_is_an_error_naming_the_variable(monkeypatch):
+    with pytest.raises(RunError, match=r"LATENCY_DIFF_ALLOW_CONCURRENT='maybe': expected 1/0, true/false"):
+        resolve([], monkeypatch, LATENCY_DIFF_ALLOW_CONCURRENT="maybe")
+
+
+def test_quick_by_variable_and_flag_wins(monkeypatch):
+    s = resolve([], monkeypatch, LATENCY_DIFF_QUICK="1")
+    assert s.profile == "quick" and s.sources["profile"] == "LATENCY_DIFF_QUICK"
+    s = resolve(["--budget", "30"], monkeypatch, LATENCY_DIFF_BUDGET="120")
+    assert s.budget == 30 and s.sources["budget"] == "flag"
+    s = resolve([], monkeypatch, LATENCY_DIFF_BUDGET="120")
+    assert s.budget == 120.0 and s.sources["budget"] == "LATENCY_DIFF_BUDGET"
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"LATENCY_DIFF_BUDGET": "abc"}, "LATENCY_DIFF_BUDGET='abc': could not convert string to float"),
+    ({"LATENCY_DIFF_BUDGET": "-5"}, "LATENCY_DIFF_BUDGET='-5': -5 is negative"),
+    ({"LATENCY_DIFF_MIN_PAIRS": "0"}, "LATENCY_DIFF_MIN_PAIRS='0': 0 is not a positive whole number"),
+    ({"LATENCY_DIFF_PINNING": "sideways"}, "unknown pinning 'sideways'; choose one of split, shared, none"),
+    ({"LATENCY_DIFF_PORT": "65530"}, "--port 65530: the run needs ports P to P+8"),
+])
+def test_bad_values_are_errors(env, message, monkeypatch):
+    with pytest.raises(RunError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
+        resolve([], monkeypatch, **env)
+
+
+def test_http11_means_the_lean_client(monkeypatch):
+    s = resolve(["--http", "1.1"], monkeypatch)
+    assert s.clients == ("lean",)
+    with pytest.raises(RunError, match="lean client only"):
+        resolve(["--http", "1.1", "--client", "both"], monkeypatch)
