@@ -67,14 +67,31 @@ def test_missing_or_old_python(tmp_path):
     assert proc.returncode == 1 and "python3 is 3.9; the kit needs 3.11 or newer" in proc.stderr
 
 
-def test_second_run_is_refused_while_one_is_going(tmp_path):
-    import fcntl
+def _free_ports() -> int:
+    """P with P to P+8 free: the ports a run needs (the busy-port check comes before the lock)."""
+    import random
 
     from latency_diff import driver
-    with driver.LOCK_FILE.open("a+") as held:
+    while True:
+        port = random.randrange(20000, 32000)
+        if all(driver.port_free(p) for p in range(port, port + driver.SERVER_PORTS + 1)):
+            return port
+
+
+def test_second_run_is_refused_while_one_is_going(tmp_path):
+    """With a lock of its own (LATENCY_DIFF_LOCK_FILE), so that a real run on the machine cannot disturb it."""
+    import fcntl
+    lock = tmp_path / "lock"
+    results = tmp_path / "results"
+    results.mkdir()
+    with lock.open("a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        proc = subprocess.run([str(ROOT / "scripts" / "run-all.sh"), "--quick", "--results-dir", str(tmp_path)],
-                              capture_output=True, text=True, timeout=600, env=os.environ)
+        held.write("4242")
+        held.flush()
+        proc = subprocess.run([str(ROOT / "scripts" / "run-all.sh"), "--quick", "--results-dir", str(results),
+                               "--port", str(_free_ports())],
+                              capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "LATENCY_DIFF_LOCK_FILE": str(lock)})
     assert proc.returncode == 2
-    assert "another latency-diff run is going" in proc.stderr and "--allow-concurrent" in proc.stderr
-    assert list(tmp_path.iterdir()) == []
+    assert "another latency-diff run is going (pid 4242)" in proc.stderr and "--allow-concurrent" in proc.stderr
+    assert list(results.iterdir()) == []
