@@ -275,7 +275,11 @@ static bool send_request(int fd) {
             if (errno == EINTR) {
                 continue;
             }
-            set_error("cannot send the request: %s", strerror(errno));
+            if (errno == EPIPE || errno == ECONNRESET) {
+                set_error("the server closed the connection (cannot send the request: %s)", strerror(errno));
+            } else {
+                set_error("cannot send the request: %s", strerror(errno));
+            }
             return false;
         }
         off += (size_t)n;
@@ -365,7 +369,12 @@ static bool read_response(int fd, int timeout_ms, size_t *length, int *status) {
             if (errno == EINTR) {
                 continue;
             }
-            set_error("cannot read the response: %s", strerror(errno));
+            if (errno == ECONNRESET) { /* closed with our request unread: the kernel answers it with a reset */
+                set_error(have == 0 ? "the server closed the connection (reset)"
+                                    : "the server closed the connection in the middle of a response (reset)");
+            } else {
+                set_error("cannot read the response: %s", strerror(errno));
+            }
             return false;
         }
         size_t before = have;

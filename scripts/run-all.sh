@@ -13,13 +13,15 @@ Usage: ./scripts/run-all.sh [OPTIONS]
 Finds a JDK 21+, ApacheBench, a C compiler and Python 3.11+ (installing ab, gcc and the Python
 packages when it can), builds the server jars and the java agent with the Maven wrapper and the
 lean client and floor responder with cc when they are missing or stale, then measures every server
-with the lean client and `ab -k -c1` (--client) under the chosen CPU pinning (--pinning) and prints
-the latency-diff tables. Results and plots go to results/<UTC time>/.
+in process pairs: the server and a fresh dummy side by side, short blocks in ABBA order with the
+lean client and `ab -k -c1` (--client), under the chosen CPU pinning (--pinning). A server gets
+process pairs until its diff is precise enough or its time budget is spent. Prints the latency-diff
+tables; results and plots go to results/<UTC time>/, never over an earlier run.
 
 Examples:
-  ./scripts/run-all.sh                       # default profile, every server (about 30 minutes)
-  ./scripts/run-all.sh --quick               # smoke run, about two and a half minutes
-  ./scripts/run-all.sh --servers undertow,jetty --trials 10
+  ./scripts/run-all.sh                       # default profile, every server (about 25 minutes)
+  ./scripts/run-all.sh --quick               # smoke run, one process pair per server (about 2 minutes)
+  ./scripts/run-all.sh --servers undertow,jetty --budget 150
   ./scripts/run-all.sh --pinning split --client ab   # the study's set-up and client
   ./scripts/run-all.sh --profile original    # the 2014 study's single 10,000,000-request run
 

@@ -2,6 +2,10 @@ package org.latencydiff.nanohttpd;
 
 import fi.iki.elonen.NanoHTTPD;
 import java.io.ByteArrayInputStream;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.Socket;
+import java.net.SocketException;
 import java.util.List;
 import java.util.Map;
 import org.latencydiff.HttpDate;
@@ -21,6 +25,22 @@ public final class NanoHttpdServer extends NanoHTTPD {
     private NanoHttpdServer(String host, int port, String name) {
         super(host, port);
         this.name = name;
+    }
+
+    /**
+     * NanoHTTPD writes and flushes the headers, then writes the body: two segments per response. Without
+     * TCP_NODELAY, Nagle's algorithm holds the body until the client acknowledges the headers, which a
+     * client with delayed ACKs does only after about 40 ms. Most servers here set TCP_NODELAY by default;
+     * NanoHTTPD has no option for it, so it is set on each accepted socket.
+     */
+    @Override
+    protected ClientHandler createClientHandler(Socket socket, InputStream in) {
+        try {
+            socket.setTcpNoDelay(true);
+        } catch (SocketException e) {
+            throw new UncheckedIOException(e);
+        }
+        return super.createClientHandler(socket, in);
     }
 
     @Override
