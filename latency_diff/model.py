@@ -511,6 +511,10 @@ def _warnings(s: ServerResult, r: RunResult) -> list[str]:
         w.append(f"precision target missed: ±{s.diff.half_width / 1000:.2f} us after {s.diff.n} pairs "
                  f"(target ±{s.target_ns / 1000:.2f} us){between}; give it more --budget or --max-pairs, or a "
                  "quieter machine")
+    for i in stats.outliers(c.estimates):
+        w.append(f"process pair {i + 1} is an outlier ({c.estimates[i] / 1000:.2f} us against a median of "
+                 f"{statistics.median(c.estimates) / 1000:.2f} us over {len(c.estimates)} pairs): one JVM compiled or "
+                 "laid out differently, or the machine changed; its pair is kept, so the interval shows it")
     if s.clients_agree is False:
         a, b = s.clients["ab"].diff, s.clients["lean"].diff
         w.append(f"ab and the lean client disagree on the diff ({a.mean / 1000:.2f} against {b.mean / 1000:.2f} us, "

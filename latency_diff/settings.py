@@ -137,7 +137,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, metavar="P", help="the baseline listens on P, the measured servers on P+1 to "
                    "P+8 in turn, since a port a server closed connections on stays in TIME_WAIT for a minute "
                    "(default 8080)")
-    p.add_argument("--jvm-flags", metavar="FLAGS", help=f"JVM flags for every server (default '{DEFAULT_JVM_FLAGS}')")
+    p.add_argument("--jvm-flags", metavar="FLAGS",
+                   help=f"JVM flags for every server, written with '=' since they start with a dash: "
+                   f"--jvm-flags='-Xmx1g -XX:+UseZGC' (default '{DEFAULT_JVM_FLAGS}')")
     p.add_argument("--results-dir", metavar="DIR", help="where run directories go (default results/)")
     p.add_argument("--start-timeout", type=float, metavar="S", help="seconds a server may take to print READY "
                    "(default 60)")

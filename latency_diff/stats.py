@@ -1,6 +1,5 @@
-"""Statistics of trials: summaries with Student-t 95% intervals, Welch differences, robust outliers.
-
-Each trial is one JVM start with one measured ab run, so the spread includes JVM-to-JVM variation.
+"""Statistics of independent samples (process pairs, runs): Student-t 95% intervals, Welch differences,
+robust outliers.
 """
 
 from __future__ import annotations
@@ -12,14 +11,18 @@ from dataclasses import asdict, dataclass
 CONFIDENCE = 0.95
 #: Relative spread (stdev / mean) above which a result is flagged unstable (pyperf uses 10%).
 UNSTABLE_SPREAD = 0.10
-#: Fewer trials than this and the interval is too wide to trust.
+#: Fewer samples than this and the interval is too wide to trust.
 MIN_TRIALS = 3
 #: Modified z-score above which a trial is an outlier (Iglewicz and Hoaglin, 1993,
 #: "How to Detect and Handle Outliers": M_i = 0.6745 (x_i - median) / MAD, outlier if |M_i| > 3.5).
 OUTLIER_Z = 3.5
-#: ...and only if it is also this far from the median, relatively: with few trials the MAD can be tiny,
-#: and a trial a few percent off is noise, not an event worth a warning.
+#: ...and only if it is also this far from the median, relatively: with few samples the MAD can be tiny,
+#: and a sample a few percent off is noise, not an event worth a warning.
 OUTLIER_MIN_REL = 0.10
+#: When more than half the values are equal the MAD is 0; the score then uses the mean absolute deviation,
+#: scaled by this factor (its ratio to the standard deviation for a normal sample, sqrt(pi/2)), as IBM
+#: SPSS and the Iglewicz-Hoaglin literature do.
+MEAN_AD_SCALE = 1.253314
 
 
 def t_quantile(p: float, df: float) -> float:
@@ -111,7 +114,15 @@ def outliers(values: list[float]) -> list[int]:
         return []
     med = statistics.median(values)
     mad = statistics.median(abs(v - med) for v in values)
-    if mad == 0:
-        return []
+    if mad > 0:
+        def score(v: float) -> float:
+            return 0.6745 * (v - med) / mad
+    else:
+        mean_ad = statistics.fmean(abs(v - med) for v in values)
+        if mean_ad == 0:
+            return []
+
+        def score(v: float) -> float:
+            return (v - med) / (MEAN_AD_SCALE * mean_ad)
     return [i for i, v in enumerate(values)
-            if abs(0.6745 * (v - med) / mad) > OUTLIER_Z and abs(v - med) > OUTLIER_MIN_REL * abs(med)]
+            if abs(score(v)) > OUTLIER_Z and abs(v - med) > OUTLIER_MIN_REL * abs(med)]

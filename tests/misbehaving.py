@@ -2,7 +2,8 @@
 
 Usage: python3 tests/misbehaving.py MODE PORT   (prints READY misbehaving PORT, serves until killed)
 Modes: ok, alternate-length, status-500, close-after-3, extra-header, stale-date, frozen-date,
-       no-keepalive, wrong-server, crash-after-3000, hang-after-3000, no-connection-header
+       no-keepalive, wrong-server, crash-after-3000, hang-after-3000, no-connection-header,
+       trailing-bytes (two bytes after every response)
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from latency_diff.conformance import load_reference  # noqa: E402
 
 MODES = ("ok", "alternate-length", "status-500", "close-after-3", "extra-header", "stale-date", "frozen-date",
-         "no-keepalive", "wrong-server", "crash-after-3000", "hang-after-3000", "no-connection-header")
+         "no-keepalive", "wrong-server", "crash-after-3000", "hang-after-3000", "no-connection-header",
+         "trailing-bytes")
 STARTED = email.utils.formatdate(usegmt=True)  # frozen-date: a valid Date that never changes
 
 
@@ -41,7 +43,7 @@ def response(mode: str, count: int, name: str) -> bytes:
         lines.append(f"{n}: {v}")
     if mode == "extra-header":
         lines.append("X-Powered-By: tests")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body + (b"\r\n" if mode == "trailing-bytes" else b"")
 
 
 def serve(conn: socket.socket, mode: str, counter: list[int], name: str) -> None:

@@ -49,3 +49,30 @@ def test_mutated_ab_output_parses_sanely_or_fails_cleanly(text):
     assert isinstance(run, AbRun)
     assert run.complete > 0 and run.time_taken_s > 0
     assert run.rtt_ns > 0 and run.failed >= 0 and run.keep_alive >= 0
+
+
+VALID = (AB / "valid-dummy.txt").read_text()
+#: Every count that decides whether a run counts, as ab prints it in valid-dummy.txt (296-byte responses).
+COUNTS = {"Document Length": ("10", " bytes"), "Concurrency Level": ("1", ""), "Complete requests": ("20000", ""),
+          "Failed requests": ("0", ""), "Keep-Alive requests": ("20000", ""),
+          "Total transferred": ("5920000", " bytes")}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(COUNTS)), st.integers(0, 10 ** 9))
+def test_a_changed_count_is_flagged(label, value):
+    original, unit = COUNTS[label]
+    if str(value) == original:
+        return
+    old_line = next(line for line in VALID.splitlines() if line.startswith(label + ":"))
+    text = VALID.replace(old_line, old_line.replace(original + unit, f"{value}{unit}"))
+    assert text != VALID
+    try:
+        run = parse(text, "mutated.txt")
+    except AbParseError:
+        return
+    assert run.problems(requests=20000, response_bytes=296, body_bytes=10), f"{label}: {value} went unnoticed"
+
+
+def test_the_unmutated_fixture_has_no_problem():
+    assert parse(VALID, "valid.txt").problems(requests=20000, response_bytes=296, body_bytes=10) == []

@@ -208,3 +208,15 @@ def test_compare_from_the_command_line_and_old_runs(tmp_path, capsys):
     (old / "run.json").write_text(json.dumps({"format": "latency-diff/run/2", "status": "complete", "settings": {}}))
     assert analyze.main(["compare", str(old), str(a)]) == 1
     assert "single-server design" in capsys.readouterr().err
+
+
+def test_a_pair_far_from_the_others_is_named_and_kept(tmp_path):
+    pairs = [(20_000, 27_000)] * 4 + [(20_000, 27_500)] * 2 + [(20_000, 47_000)]
+    run = make_paired_run(tmp_path, {"jetty": pairs})
+    j = next(s for s in model.build(run).servers if s.name == "jetty")
+    # Estimates 7,000 x4, 7,500 x2, 27,000: median 7,000, MAD 0; mean absolute deviation
+    # (2 * 500 + 20,000) / 7 = 3,000, score 20,000 / (1.253314 * 3,000) = 5.3 > 3.5.
+    assert j.diff.n == 7 and j.diff.mean == pytest.approx((4 * 7000 + 2 * 7500 + 27_000) / 7)
+    assert [w for w in j.warnings if "outlier" in w] == [
+        "process pair 7 is an outlier (27.00 us against a median of 7.00 us over 7 pairs): one JVM compiled or laid "
+        "out differently, or the machine changed; its pair is kept, so the interval shows it"]

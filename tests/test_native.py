@@ -45,10 +45,11 @@ def dummy(tmp_path):
         yield p.start()
 
 
-def _lean(tmp_path, port: int, requests: int, warmup: int = 0) -> tuple[subprocess.CompletedProcess, dict]:
+def _lean(tmp_path, port: int, requests: int, warmup: int = 0,
+          timeout_ms: int = 5000) -> tuple[subprocess.CompletedProcess, dict]:
     request = tmp_path / "request.bin"
     request.write_bytes(conformance.ab_request("127.0.0.1", port))
-    cmd = lean.command("127.0.0.1", port, request, requests, 5000) + ["--warmup", str(warmup)]
+    cmd = lean.command("127.0.0.1", port, request, requests, timeout_ms, warmup=warmup)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     return proc, json.loads(proc.stdout)
 
@@ -75,6 +76,26 @@ def test_the_lean_client_reports_a_refused_connection_and_a_closing_server(tmp_p
     assert proc.returncode == 1 and out["completed"] == 0 and "cannot connect" in out["error"]
 
 
+def test_the_lean_client_counts_non_2xx_and_changed_lengths(tmp_path, misbehaving):
+    proc, out = _lean(tmp_path, misbehaving("status-500"), 40)
+    assert proc.returncode == 0 and (out["completed"], out["non_2xx"], out["length_mismatch"]) == (40, 40, 0)
+    assert "40 non-2xx responses" in lean.parse(proc.stdout).problems(requests=40)
+    # alternate-length: every second response has one more body byte than the first.
+    proc, out = _lean(tmp_path, misbehaving("alternate-length"), 40)
+    assert proc.returncode == 0 and (out["completed"], out["non_2xx"], out["length_mismatch"]) == (40, 0, 20)
+    assert lean.parse(proc.stdout).problems(requests=40) == [
+        "20 responses of another length than the first: the response length changed"]
+
+
+def test_the_lean_client_ends_on_a_silent_server_and_on_bytes_after_a_response(tmp_path, misbehaving):
+    proc, out = _lean(tmp_path, misbehaving("hang-after-3000"), 3010, timeout_ms=300)
+    assert proc.returncode == 1 and out["completed"] == 3000
+    assert out["error"] == "request 3001: no response within 300 ms"
+    proc, out = _lean(tmp_path, misbehaving("trailing-bytes"), 10)
+    assert proc.returncode == 1 and out["completed"] == 0
+    assert out["error"].startswith("request 1: server sent bytes after the response (2 beyond its "), out["error"]
+
+
 @pytest.fixture
 def misbehaving_port(misbehaving):
     return misbehaving("close-after-3")
@@ -91,16 +112,20 @@ def test_the_lean_client_rejects_bad_arguments(tmp_path):
 
 def test_the_agent_reports_allocation_and_gc_of_the_server_jvm(tmp_path):
     sock = tmp_path / "agent.sock"
-    with ServerProcess(SERVERS["undertow"], 0, tmp_path / "u.log", jvm_flags=[agent.jvm_flag(sock)]) as p:
+    # A 1 MB young generation: the requests' garbage must set off young collections.
+    flags = [agent.jvm_flag(sock), "-Xmn1m"]
+    with ServerProcess(SERVERS["undertow"], 0, tmp_path / "u.log", jvm_flags=flags) as p:
         port = p.start()
         before = agent.query(sock)
         assert set(before) == set(agent.COUNTERS) and before["allocated_bytes"] > 0 and before["threads"] > 1
-        _lean(tmp_path, port, 3000)
+        proc, out = _lean(tmp_path, port, 20_000)
+        assert proc.returncode == 0 and out["completed"] == 20_000, proc.stderr
         after = agent.query(sock)
     d = agent.delta(before, after)
-    # Undertow allocates per request (exchange objects, headers): more than a byte a request, less than 100 KB.
-    assert 3000 < d["allocated_bytes"] < 3000 * 100_000, d
-    assert d["gc_count"] >= 0 and d["gc_time_ms"] >= 0 and after["uptime_ms"] > before["uptime_ms"]
+    # Undertow allocates per request (exchange objects, headers): over 100 bytes a request, under 100 KB.
+    assert 20_000 * 100 < d["allocated_bytes"] < 20_000 * 100_000, d
+    assert d["gc_count"] >= 1 and d["gc_count"] == after["gc_count"] - before["gc_count"], d
+    assert after["uptime_ms"] > before["uptime_ms"]
 
 
 def test_a_missing_agent_is_a_clear_error(tmp_path):

@@ -49,6 +49,15 @@ def test_outliers_by_median_absolute_deviation():
     assert stats.outliers([100.0, 100.1, 99.9, 100.0, 104.0]) == []
 
 
+def test_outliers_when_most_values_are_equal():
+    # MAD = 0; mean absolute deviation 20, score (200 - 100) / (1.253314 * 20) = 3.99 > 3.5.
+    assert stats.outliers([100.0, 100.0, 100.0, 100.0, 200.0]) == [4]
+    # Score (160 - 100) / (1.253314 * 12) = 3.99 too, and 60% off the median; 107 is only 7% off.
+    assert stats.outliers([100.0, 100.0, 100.0, 100.0, 160.0]) == [4]
+    assert stats.outliers([100.0, 100.0, 100.0, 100.0, 107.0]) == []
+    assert stats.outliers([100.0, 100.0, 100.0]) == []  # no spread at all
+
+
 def test_contrast_of_four_groups_is_the_change_of_a_diff():
     # (server B - dummy B) - (server A - dummy A): 4 independent groups of known variance.
     sb, db, sa, da = [30.0, 32.0, 31.0], [10.0, 10.0, 10.0, 10.0], [25.0, 27.0, 26.0], [9.0, 11.0, 10.0]
@@ -61,6 +70,17 @@ def test_contrast_of_four_groups_is_the_change_of_a_diff():
     assert c.stdev == pytest.approx(se)
     assert c.ci95_high - c.mean == pytest.approx(t.ppf(0.975, df) * se)
     assert c.n == 3
+
+
+def test_welch_difference_of_a_textbook_example():
+    # Wikipedia, "Welch's t-test", example 1: t = -2.46, df = 24.99, p = 0.021; the interval is SciPy's
+    # (ttest_ind(equal_var=False).confidence_interval()): -3.984 to -0.349.
+    a1 = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4]
+    a2 = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4]
+    d = stats.welch_difference(a1, a2)
+    assert d.mean / d.stdev == pytest.approx(-2.455, abs=0.001)
+    assert (d.ci95_low, d.ci95_high) == (pytest.approx(-3.9841, abs=1e-4), pytest.approx(-0.3492, abs=1e-4))
+    assert stats.significantly_different(a1, a2) is True
 
 
 def test_welch_difference_is_the_two_group_contrast():
