@@ -1,17 +1,19 @@
 """Turns a run directory's raw files into the latency-diff tables, files and plots, or compares two runs.
 
 Usage: scripts/analyze.py RUN_DIR [--quiet]
-       scripts/analyze.py compare RUN_A RUN_B
+       scripts/analyze.py compare RUN_A RUN_B [--html FILE]
 
-RUN_DIR: writes summary.json, summary.csv, report.md, and diffs/percentiles plots (PNG and SVG)
-into the run directory and prints the tables. Parses strictly: a malformed or truncated file is an
-error naming the file and what is wrong, the exit status is non-zero and nothing is written.
+RUN_DIR: writes summary.json, summary.csv, report.md, report.html (one self-contained page), and
+diffs/percentiles plots (PNG and SVG) into the run directory and prints the tables. Parses
+strictly: a malformed or truncated file is an error naming the file and what is wrong, the exit
+status is non-zero and nothing is written.
 
 compare: for each server valid in both runs, the change of its diff from RUN_A to RUN_B with a 95%
 interval (over both runs' process pairs, each already paired with its own baseline), and "not
 significant" where the interval includes zero: a regression check between versions, JDKs or
-machines. Both runs must be of the paired format (latency-diff/run/3); a run of the earlier
-single-server format is refused with a message saying so. Exit status 0; 1 on an unreadable run.
+machines; --html FILE also writes the comparison as a page. Both runs must be of the paired format
+(latency-diff/run/3); a run of the earlier single-server format is refused with a message saying
+so. Exit status 0; 1 on an unreadable run.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import model, plots, report, stats
+from . import model, plots, report, report_html, stats
 
-OUTPUTS = ("summary.json", "summary.csv", "report.md")
+OUTPUTS = ("summary.json", "summary.csv", "report.md", "report.html")
 
 
 def write_outputs(run_dir: Path, result: model.RunResult) -> list[Path]:
@@ -31,8 +33,10 @@ def write_outputs(run_dir: Path, result: model.RunResult) -> list[Path]:
         images = plots.write_all(result, run_dir)
     except OSError as e:
         raise model.AnalysisError(f"{run_dir}: cannot write the plots: {e.strerror}") from e
+    svgs = {k: p.with_suffix(".svg").read_text(encoding="utf-8") for k, p in images.items()}
     rendered = {"summary.json": report.summary_json(result), "summary.csv": report.summary_csv(result),
-                "report.md": report.report_md(result, {k: p.name for k, p in images.items()})}
+                "report.md": report.report_md(result, {k: p.name for k, p in images.items()}),
+                "report.html": report_html.report_html(result, svgs)}
     written = [p for png in images.values() for p in (png, png.with_suffix(".svg"))]
     for name, text in rendered.items():
         tmp = run_dir / f".{name}.tmp"
@@ -89,6 +93,7 @@ def main_compare(argv: list[str]) -> int:
                                      "RUN_A to RUN_B, with its 95% interval; 'not significant' within noise.")
     parser.add_argument("run_a", type=Path, help="the earlier or reference run directory")
     parser.add_argument("run_b", type=Path, help="the run to compare with it")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as a page to FILE")
     args = parser.parse_args(argv)
     try:
         a, b = model.build(args.run_a), model.build(args.run_b)
@@ -98,11 +103,21 @@ def main_compare(argv: list[str]) -> int:
     t, notes = compare(a, b)
     print(f"A: {report.headline(a)}\nB: {report.headline(b)}\n")
     print(report.render_text(t) if t[1] else "(no server to compare)")
-    print("\nchange: diff B minus diff A, 95% Welch interval over both runs' process pairs (each already paired "
-          "with its own baseline); not significant: the interval includes 0.")
+    print(f"\n{COMPARE_EXPLANATION}")
     for n in notes:
         print(f"note: {n}")
+    if args.html:
+        try:
+            args.html.write_text(report_html.compare_html(a, b, t, notes, COMPARE_EXPLANATION), encoding="utf-8")
+        except OSError as e:
+            print(f"analyze: error: {args.html}: cannot write: {e.strerror}", file=sys.stderr)
+            return 1
+        print(f"Page: {args.html}")
     return 0
+
+
+COMPARE_EXPLANATION = ("change: diff B minus diff A, 95% Welch interval over both runs' process pairs (each already "
+                       "paired with its own baseline); not significant: the interval includes 0.")
 
 
 def main(argv: list[str] | None = None) -> int:

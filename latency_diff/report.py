@@ -56,7 +56,7 @@ def _count(n: int | None) -> str:
 
 def _version(s: ServerResult) -> str:
     if s.library is None:
-        return "built in" if not s.ladder else "-"
+        return s.library_version or ("built in" if not s.ladder else "-")
     return s.library_version or "?"
 
 
@@ -268,7 +268,7 @@ def checks(r: RunResult) -> list[str]:
     return out
 
 
-def _warnings(r: RunResult) -> list[str]:
+def all_warnings(r: RunResult) -> list[str]:
     return r.warnings + [f"{s.name}: {w}" for s in r.ranked for w in s.warnings]
 
 
@@ -288,7 +288,7 @@ def table(r: RunResult) -> str:
             out += ["", title, render_text(t)]
     if r.invalid:
         out += ["", "Invalid (left out of the comparison):"] + [f"  {s.name}: {s.reason}" for s in r.invalid]
-    warnings = _warnings(r)
+    warnings = all_warnings(r)
     if warnings:
         out += ["", "Warnings:"] + [f"  {w}" for w in warnings]
     return "\n".join(out) + "\n"
@@ -399,7 +399,7 @@ SECTIONS = (
 )
 
 
-def _section_table(r: RunResult, key: str) -> Table | None:
+def section_table(r: RunResult, key: str) -> Table | None:
     if not r.ranked:
         return None
     return {"study": study_table, "framework": framework_table, "precision": precision_table,
@@ -408,10 +408,6 @@ def _section_table(r: RunResult, key: str) -> Table | None:
 
 def report_md(r: RunResult, plots: dict[str, str] | None = None) -> str:
     """report.md; plots: plot name -> file name (PNG) next to it, embedded under the tables."""
-    env = r.env
-    jdk = env.get("jdk", {})
-    kit = env.get("kit", {})
-    st = r.settings
     lines = [f"# latency-diff run {r.run_id}", "",
              f"Status: **{r.status}**" + (f" ({r.reason})" if r.reason else ""), "",
              markdown_table(r), "", legend(r), "", pinning_sentence(r), ""]
@@ -420,32 +416,48 @@ def report_md(r: RunResult, plots: dict[str, str] | None = None) -> str:
         if plots and name in plots:
             lines += [f"![{title}]({plots[name]})", ""]
     for title, text, key in SECTIONS:
-        t = _section_table(r, key)
+        t = section_table(r, key)
         if t is not None and t[1]:
             lines += [f"## {title}", "", text, "", render_md(t), ""]
     if r.invalid:
         lines += ["## Invalid servers", ""] + [f"- **{s.name}**: {s.reason}" for s in r.invalid] + [""]
-    warnings = _warnings(r)
+    warnings = all_warnings(r)
     if warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
-    lines += ["## Setup", "",
-              f"- Profile {st.get('profile')}: {st.get('min_pairs')}-{st.get('max_pairs')} process pairs per server, "
-              f"budget {st.get('budget_s')} s per server; {st.get('quads')} quads per client in a first pair; "
-              f"blocks of {_count(st.get('block_requests'))} timed requests after "
-              f"{_count(st.get('block_warmup'))} untimed ones, one keep-alive connection each, one request in "
-              f"flight; {_count(st.get('warmup'))} warm-up requests per process; clients: {' and '.join(r.clients)}; "
-              f"HTTP: {st.get('http')}",
-              f"- {pinning_sentence(r)}",
-              f"- JVM: {jdk.get('java.vm.name', '?')} {jdk.get('java.runtime.version', jdk.get('java.version', '?'))}"
-              f" ({jdk.get('java.vendor', '?')}), flags `{' '.join(st.get('jvm_flags', []))}`",
-              f"- Machine: {env.get('cpu_model')}, {env.get('cpus_online')} CPUs, kernel {env.get('kernel')}, "
-              f"{env.get('os')}, virtualization {env.get('virtualization')}, container {env.get('container')}",
-              f"- ab: {env.get('ab')}",
-              f"- Kit commit: {kit.get('commit')}" + (" (with uncommitted changes)" if kit.get("dirty") else ""),
-              "", "## Servers", ""]
+    lines += ["## Setup", ""] + [f"- {x}" for x in setup_lines(r)] + ["", "## Servers", ""]
+    lines += [f"- {x}" for x in server_lines(r)]
+    return "\n".join(lines) + "\n"
+
+
+def setup_lines(r: RunResult) -> list[str]:
+    """The run's set-up and machine, one fact a line (markdown: `code` for flags)."""
+    env = r.env
+    jdk = env.get("jdk", {})
+    kit = env.get("kit", {})
+    st = r.settings
+    return [f"Profile {st.get('profile')}: {st.get('min_pairs')}-{st.get('max_pairs')} process pairs per server, "
+            f"budget {st.get('budget_s')} s per server; {st.get('quads')} quads per client in a first pair; "
+            f"blocks of {_count(st.get('block_requests'))} timed requests after "
+            f"{_count(st.get('block_warmup'))} untimed ones, one keep-alive connection each, one request in "
+            f"flight; {_count(st.get('warmup'))} warm-up requests per process; clients: {' and '.join(r.clients)}; "
+            f"HTTP: {st.get('http')}",
+            pinning_sentence(r),
+            f"JVM: {jdk.get('java.vm.name', '?')} {jdk.get('java.runtime.version', jdk.get('java.version', '?'))}"
+            f" ({jdk.get('java.vendor', '?')}), flags `{' '.join(st.get('jvm_flags', []))}`",
+            f"Machine: {env.get('cpu_model')}, {env.get('cpus_online')} CPUs, kernel {env.get('kernel')}, "
+            f"{env.get('os')}, virtualization {env.get('virtualization')}, container {env.get('container')}"
+            + (f" ({env['container_evidence']})" if env.get("container_evidence") else ""),
+            f"ab: {env.get('ab')}",
+            f"Kit commit: {kit.get('commit')}" + (" (with uncommitted changes)" if kit.get("dirty") else "")
+            + (f" ({kit['source']})" if kit.get("source") else "")]
+
+
+def server_lines(r: RunResult) -> list[str]:
+    """One line per server: library, threading, HTTP version, notes (markdown: **name**)."""
+    out = []
     for s in r.ranked + r.invalid:
         lib = f"{s.library} {s.library_version or ''}".strip() if s.library else "no library"
         flags = f" Own JVM flags: `{' '.join(s.jvm_flags)}`." if s.jvm_flags else ""
         on = f" Runs on {s.runs_on}." if s.runs_on else ""
-        lines.append(f"- **{s.name}** ({s.display}; {lib}; {s.threading}; HTTP/{s.http}): {s.notes}{on}{flags}")
-    return "\n".join(lines) + "\n"
+        out.append(f"**{s.name}** ({s.display}; {lib}; {s.threading}; HTTP/{s.http}): {s.notes}{on}{flags}")
+    return out
