@@ -1,6 +1,6 @@
 # latency-diff in a container: build the jars with the Maven wrapper and the C programs (lean
 # client, floor responder) with gcc, then run the kit.
-#   docker build -t latency-diff .
+#   docker build --build-arg KIT_COMMIT="$(git rev-parse HEAD)" -t latency-diff .
 #   docker run --rm --cpuset-cpus 0,1 -v "$PWD/results:/kit/results" latency-diff [run-all.sh options]
 # Another JDK (21 or newer): docker build --build-arg JDK_IMAGE=eclipse-temurin:21-jdk -t latency-diff .
 ARG JDK_IMAGE=eclipse-temurin:25-jdk
@@ -23,8 +23,7 @@ RUN apt-get update \
 WORKDIR /kit
 COPY --from=poms /poms/ ./
 # Builds the empty modules once: downloads Maven, every plugin and every library into /root/.m2.
-RUN python3 -m latency_diff.servers reactor >/dev/null \
- && ./mvnw -B -q -f .build/pom.xml package -DskipTests
+RUN ./mvnw -B -q package -DskipTests
 COPY . .
 # The kit's own build step, so that it records the build (.build/stamp) and run-all.sh in the
 # container finds the jars up to date instead of building again.
@@ -34,7 +33,7 @@ FROM ${JDK_IMAGE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # hadolint ignore=DL3008  # as above
 RUN apt-get update \
- && apt-get install -y --no-install-recommends apache2-utils python3 python3-venv iproute2 procps \
+ && apt-get install -y --no-install-recommends apache2-utils python3 python3-venv iproute2 procps nodejs \
  && rm -rf /var/lib/apt/lists/*
 # A non-root user; run with --user "$(id -u):$(id -g)" to write results as yourself.
 RUN useradd --create-home --uid 10001 bench

@@ -35,21 +35,30 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def in_container() -> bool:
+def container_evidence() -> str | None:
+    """Why the kit thinks it runs in a container (Docker, Podman, Kubernetes), or None: the kit's own image
+    says so, or a runtime's marker file exists, or PID 1's cgroup names a runtime. A machine that is itself
+    a container (many cloud sandboxes and CI runners) counts too: its timings share a kernel with others."""
     if os.environ.get("LATENCY_DIFF_IN_CONTAINER") == "1":  # set by the kit's Dockerfile
-        return True
-    if Path("/.dockerenv").exists() or Path("/run/.containerenv").exists():
-        return True
+        return "the kit's image"
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if Path(marker).exists():
+            return marker
     cgroup = _read("/proc/1/cgroup") or ""
-    return any(word in cgroup for word in ("docker", "containerd", "kubepods", "libpod"))
+    word = next((w for w in ("docker", "containerd", "kubepods", "libpod") if w in cgroup), None)
+    return f"/proc/1/cgroup names {word}" if word else None
 
 
 def kit_commit() -> dict:
     commit = _run(["git", "-C", str(KIT_ROOT), "rev-parse", "HEAD"])
     dirty = _run(["git", "-C", str(KIT_ROOT), "status", "--porcelain", "--untracked-files=no"])
     ok = commit is not None and len(commit) == 40
-    if not ok and os.environ.get("LATENCY_DIFF_KIT_COMMIT"):  # a container image has no .git
-        return {"commit": os.environ["LATENCY_DIFF_KIT_COMMIT"], "dirty": None, "source": "image build argument"}
+    image_commit = os.environ.get("LATENCY_DIFF_KIT_COMMIT")
+    if not ok and image_commit:  # a container image has no .git
+        if image_commit == "unknown":
+            return {"commit": None, "dirty": None,
+                    "source": "image built without --build-arg KIT_COMMIT=$(git rev-parse HEAD)"}
+        return {"commit": image_commit, "dirty": None, "source": "image build argument"}
     return {"commit": commit if ok else None, "dirty": bool(dirty) if ok else None}
 
 
@@ -85,7 +94,8 @@ def collect(java: str, settings: dict) -> dict:
         "cpus_usable": sorted(os.sched_getaffinity(0)),
         "cpu_governors": governors or None,
         "virtualization": _run(["systemd-detect-virt"]) if shutil.which("systemd-detect-virt") else None,
-        "container": in_container(),
+        "container": container_evidence() is not None,
+        "container_evidence": container_evidence(),
         "load_average_start": list(os.getloadavg()),
         "python": platform.python_version(),
         "clock": {"monotonic_resolution_s": time.get_clock_info("monotonic").resolution},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -57,6 +58,9 @@ class ServerProcess:
         """Starts the JVM and waits for `READY <name> <port>`; returns the port. Raises StartError."""
         if not self.server.artifact.is_file():
             raise StartError(f"{self.server.name}: {self.server.artifact} is missing (build with scripts/build.sh)")
+        if self.server.interpreter and shutil.which(self.server.interpreter) is None:
+            raise StartError(f"{self.server.name}: needs '{self.server.interpreter}', which is not on PATH"
+                             + (f"; install it with: {self.server.install}" if self.server.install else ""))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("w", encoding="utf-8", errors="replace")
         log.write("$ " + " ".join(self.command) + "\n")

@@ -1,9 +1,10 @@
 """Server discovery: every folder with a server.toml (dummy-server/, native/, servers/*/) is a module.
 
-This is the one place that knows where servers live. The driver, the tests, the reports and the
-generated Maven reactor all ask it, so adding a server is one new folder.
+This is the one place that knows where servers live. The driver, the tests and the reports ask it;
+the Maven reactor (the root pom.xml's <modules>) is checked against it, so adding a server is one new
+folder plus the one <module> line that the check names.
 
-Usage: python3 -m latency_diff.servers list | reactor
+Usage: python3 -m latency_diff.servers list | names | jars | check-reactor
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import re
 import sys
 import tomllib
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +23,7 @@ THREADING_MODELS = ("event loop", "thread pool", "virtual threads", "blocking")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline", "nonconformant",
            "reference", "executable", "parses_http", "http",
-           "runs_on"}
+           "runs_on", "interpreter", "script", "install"}
 #: The HTTP versions a server can be measured with: ab's HTTP/1.0 keep-alive request, or HTTP/1.1.
 HTTP_VERSIONS = ("1.0", "1.1")
 #: Maven modules that are not servers: built in the same reactor, used by the driver.
@@ -52,6 +54,11 @@ class Server:
     reference: bool = False
     #: A native program in native/build instead of a Java jar (no JVM flags, no agent).
     executable: str | None = None
+    #: A script in the module folder run by a program found on PATH (e.g. node), instead of a Java jar; with
+    #: `install`, the command that installs that program (shown when it is missing).
+    interpreter: str | None = None
+    script: str | None = None
+    install: str | None = None
     #: False for the floor: it counts bytes instead of parsing HTTP, so hostile clients do not apply.
     parses_http: bool = True
     #: The HTTP version it is measured with by default: "1.0" (ab's request) or "1.1" for a server that cannot keep
@@ -70,7 +77,7 @@ class Server:
 
     @property
     def is_java(self) -> bool:
-        return self.executable is None
+        return self.executable is None and self.script is None
 
     @property
     def module(self) -> str:
@@ -82,7 +89,10 @@ class Server:
         return self.module_dir / "target" / f"{_artifact_id(self.module_dir)}.jar"
 
     def library_version(self) -> str | None:
-        """The library's version, read from the built jar's lib/ folder (None if not built)."""
+        """The library's version, read from the built jar's lib/ folder (None if not built); for a script, the
+        version its interpreter prints (`node --version`)."""
+        if self.interpreter:
+            return _program_version(self.interpreter)
         if self.library is None:
             return None
         artifact = self.library.split(":")[1]
@@ -98,7 +108,9 @@ class Server:
 
     @property
     def artifact(self) -> Path:
-        """What the build produces for this server: its jar, or its native executable."""
+        """What the build produces for this server (its jar, or its native executable), or its script."""
+        if self.script:
+            return self.module_dir / self.script
         return NATIVE_BUILD / self.executable if self.executable else self.jar
 
     def command(self, java: str, jvm_flags: list[str], port: int, host: str = "127.0.0.1") -> list[str]:
@@ -106,6 +118,8 @@ class Server:
         common = ["--port", str(port), "--host", host, "--name", self.wire_name, *self.args]
         if self.executable:
             return [str(self.artifact), *common, "--template", str(REFERENCE_RESPONSE)]
+        if self.script:
+            return [self.interpreter or "", str(self.artifact), *common, "--template", str(REFERENCE_RESPONSE)]
         return [java, *jvm_flags, *self.jvm_flags, "-jar", str(self.jar), *common]
 
     def to_dict(self) -> dict:
@@ -115,8 +129,17 @@ class Server:
             "threading": self.threading, "args": list(self.args), "jvm_flags": list(self.jvm_flags),
             "baseline": self.baseline, "notes": self.notes, "nonconformant": self.nonconformant,
             "reference": self.reference, "executable": self.executable, "parses_http": self.parses_http,
-            "http": self.http, "runs_on": self.runs_on,
+            "http": self.http, "runs_on": self.runs_on, "interpreter": self.interpreter, "script": self.script,
         }
+
+
+def _program_version(program: str) -> str | None:
+    import subprocess
+    try:
+        out = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.removeprefix("v") or None
 
 
 def _artifact_id(module_dir: Path) -> str:
@@ -170,8 +193,20 @@ def _load(path: Path) -> list[Server]:
         executable = entry.get("executable")
         if executable is not None and (not isinstance(executable, str) or not _NAME.match(executable)):
             raise ServerError(f"{where}: 'executable' must be the name of a program in native/build")
-        if executable is None and not (path.parent / "pom.xml").is_file():
-            raise ServerError(f"{where}: no pom.xml next to it, so it needs 'executable'")
+        script, interpreter = entry.get("script"), entry.get("interpreter")
+        if (script is None) != (interpreter is None):
+            raise ServerError(f"{where}: 'script' and 'interpreter' go together (a script, the program that runs it)")
+        if script is not None:
+            if not isinstance(script, str) or "/" in script or not (path.parent / script).is_file():
+                raise ServerError(f"{where}: 'script' must name a file in {path.parent.name}/")
+            if not isinstance(interpreter, str) or not _NAME.match(interpreter):
+                raise ServerError(f"{where}: 'interpreter' must be the name of a program on PATH")
+        install = entry.get("install")
+        if install is not None and (not isinstance(install, str) or script is None):
+            raise ServerError(f"{where}: 'install' (a command) goes with 'interpreter'")
+        if executable is None and script is None and not (path.parent / "pom.xml").is_file():
+            raise ServerError(f"{where}: no pom.xml next to it, so it needs 'executable', or 'script' and "
+                              "'interpreter'")
         for key in ("reference", "parses_http", "baseline"):
             if key in entry and not isinstance(entry[key], bool):
                 raise ServerError(f"{where}: '{key}' must be true or false")
@@ -193,6 +228,7 @@ def _load(path: Path) -> list[Server]:
             nonconformant=" ".join(gap.split()) if gap else None,
             reference=bool(entry.get("reference", False)), executable=executable,
             parses_http=bool(entry.get("parses_http", True)), http=http, runs_on=runs_on,
+            interpreter=interpreter, script=script, install=install,
         ))
     return servers
 
@@ -234,38 +270,36 @@ def select(servers: list[Server], names: str | None) -> list[Server]:
     return chosen
 
 
-REACTOR_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
-<!-- Generated by latency_diff.servers from the folders present; not checked in. -->
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>org.latencydiff</groupId>
-  <artifactId>latency-diff-reactor</artifactId>
-  <version>1.0.0-SNAPSHOT</version>
-  <packaging>pom</packaging>
-  <modules>
-{modules}
-  </modules>
-</project>
-"""
+#: Maven modules of the reactor that are not server folders.
+SUPPORT_MODULES = ("common", "agent")
+_POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
 
-def reactor_pom(reactor_dir: Path, root: Path = KIT_ROOT) -> str:
-    """A Maven aggregator POM (to be written into reactor_dir) listing the parent, common and every module."""
-    dirs = [root, root / "common", root / "agent", *module_dirs(root)]
-    lines = [f"    <module>{_relative(d, reactor_dir)}</module>" for d in dirs]
-    return REACTOR_TEMPLATE.format(modules="\n".join(lines))
+def reactor_modules(root: Path = KIT_ROOT) -> list[str]:
+    """The <module> entries of the root pom.xml, as written there."""
+    try:
+        pom = ET.parse(root / "pom.xml").getroot()
+    except (OSError, ET.ParseError) as e:
+        raise ServerError(f"{root / 'pom.xml'}: cannot read the reactor: {e}") from e
+    return [(m.text or "").strip() for m in pom.findall("m:modules/m:module", _POM_NS)]
 
 
-def _relative(target: Path, start: Path) -> str:
-    import os
-    return os.path.relpath(target, start)
+def reactor_problems(root: Path = KIT_ROOT) -> list[str]:
+    """What is wrong with the reactor: a module folder it does not list, or an entry with no module behind it."""
+    listed = reactor_modules(root)
+    wanted = [*SUPPORT_MODULES, *(d.relative_to(root).as_posix() for d in module_dirs(root))]
+    problems = [f"{m}/ has a pom.xml but the root pom.xml does not build it: add <module>{m}</module> to its "
+                "<modules>" for m in wanted if m not in listed]
+    problems += [f"the root pom.xml lists <module>{m}</module>, but {m}/pom.xml does not exist: remove the line"
+                 for m in listed if not (root / m / "pom.xml").is_file()]
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("list", "names", "jars", "reactor"),
+    parser.add_argument("what", choices=("list", "names", "jars", "check-reactor"),
                         help="list: a table of servers; names: one name a line; jars: the jar of each module; "
-                             "reactor: write .build/pom.xml, the Maven reactor of the folders present")
+                             "check-reactor: check that the root pom.xml builds every module folder")
     args = parser.parse_args(argv)
     try:
         servers = discover()
@@ -277,10 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.what == "jars":
             print("\n".join(dict.fromkeys([*(str(s.jar) for s in servers if s.is_java), str(agent_jar())])))
         else:
-            reactor_dir = KIT_ROOT / ".build"
-            reactor_dir.mkdir(exist_ok=True)
-            (reactor_dir / "pom.xml").write_text(reactor_pom(reactor_dir), encoding="utf-8")
-            print(reactor_dir / "pom.xml")
+            problems = reactor_problems()
+            if problems:
+                raise ServerError("the Maven reactor is out of date:\n  " + "\n  ".join(problems))
     except ServerError as e:
         print(f"servers: {e}", file=sys.stderr)
         return 1

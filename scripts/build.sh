@@ -11,7 +11,7 @@ usage() {
 Usage: ./scripts/build.sh [--force] [--test]
 
 Creates the Python virtual environment (.venv) with the pinned packages of requirements.txt,
-generates the Maven reactor from the module folders present (.build/pom.xml) and builds each
+checks that the root pom.xml's <modules> lists every module folder, and builds each
 module's executable jar (target/<module>.jar, dependencies in target/lib/) and the java agent
 (agent/target/latency-diff-agent.jar); compiles native/lean.c and native/floor.c into native/build/.
   --force   build even if the jars and programs look up to date

@@ -12,6 +12,7 @@ VENV="${LATENCY_DIFF_VENV:-${KIT_ROOT}/.venv}"
 err() { echo "latency-diff: error: $*" >&2; }
 die() { err "$@"; exit 1; }
 info() { echo "latency-diff: $*" >&2; }
+warn() { echo "latency-diff: warning: $*" >&2; }
 
 # Prints the major version of the java at $1 (8 for 1.8), or nothing.
 java_major() {
@@ -89,6 +90,27 @@ ensure_shellcheck() {
   Install it with: sudo apt-get install shellcheck   (Fedora: sudo dnf install ShellCheck)"
 }
 
+# Node.js, for the node row (servers/node). Only that row needs it: when it cannot be installed, the run
+# goes on and reports the row invalid with the command to run.
+ensure_node() {
+  command -v node >/dev/null && return 0
+  apt_install nodejs && command -v node >/dev/null && return 0
+  warn "Node.js is missing and could not be installed here: the node row will be invalid.
+  Install it with: sudo apt-get install nodejs"
+}
+
+# Headless Chromium, for the test that renders report.html. Debian names the package and the
+# program chromium; Ubuntu's chromium-browser is a snap wrapper, so a chromium from PATH wins.
+ensure_chromium() {
+  local b
+  for b in chromium chromium-browser google-chrome; do
+    if command -v "$b" >/dev/null; then export LATENCY_DIFF_CHROMIUM="${LATENCY_DIFF_CHROMIUM:-$(command -v "$b")}"; return 0; fi
+  done
+  apt_install chromium && command -v chromium >/dev/null && { export LATENCY_DIFF_CHROMIUM="${LATENCY_DIFF_CHROMIUM:-$(command -v chromium)}"; return 0; }
+  die "Chromium (for the test that renders report.html) is missing and could not be installed here.
+  Install it with: sudo apt-get install chromium   (or set LATENCY_DIFF_CHROMIUM to a Chrome or Chromium binary)"
+}
+
 ensure_cc() {
   CC="${CC:-cc}"
   command -v "$CC" >/dev/null && return 0
@@ -160,7 +182,7 @@ ensure_venv() {
 build_jars() {
   local goal="${1:-package}" force="${2:-}" jars stale="" jar stamp="${KIT_ROOT}/.build/stamp"
   local python="${PYTHON:-python3}"
-  (cd "$KIT_ROOT" && "$python" -m latency_diff.servers reactor >/dev/null) || die "server discovery failed (see above)"
+  (cd "$KIT_ROOT" && "$python" -m latency_diff.servers check-reactor) || die "fix the root pom.xml's <modules> (see above)"
   mapfile -t jars < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers jars)
   for jar in "${jars[@]}"; do
     if [[ ! -f "$jar" ]]; then stale="missing ${jar#"${KIT_ROOT}"/}"; break; fi
@@ -175,7 +197,7 @@ build_jars() {
     return 0
   fi
   info "building with the Maven wrapper (${goal}${stale:+: $stale})"
-  local mvn_args=(-B -q -f .build/pom.xml "$goal")
+  local mvn_args=(-B -q "$goal")
   [[ "$goal" == package ]] && mvn_args+=(-DskipTests)
   # Maven 3.9's Guice calls sun.misc.Unsafe, which JDK 24+ warns about on every build; JDK 23+ takes
   # this option to allow it quietly (older JDKs do not know it, and do not warn).
@@ -191,5 +213,6 @@ build_jars() {
   trap 'kill -TERM "$maven" 2>/dev/null || true; wait "$maven" || true; err "build interrupted"; exit 130' INT TERM HUP
   wait "$maven" || die "the Maven build failed (see above)"
   trap - INT TERM HUP
+  mkdir -p "${stamp%/*}"
   touch -t "$started" "$stamp"  # sources edited during the build still count as changed next time
 }

@@ -10,7 +10,7 @@ usage() {
   cat <<'USAGE'
 Usage: ./scripts/run-all.sh [OPTIONS]
 
-Finds a JDK 21+, ApacheBench, a C compiler and Python 3.11+ (installing ab, gcc and the Python
+Finds a JDK 21+, ApacheBench, a C compiler, Node.js and Python 3.11+ (installing ab, gcc, node and the Python
 packages when it can), builds the server jars and the java agent with the Maven wrapper and the
 lean client and floor responder with cc when they are missing or stale, then measures every server
 in process pairs: the server and a fresh dummy side by side, short blocks in ABBA order with the
@@ -48,6 +48,7 @@ main() {
   find_jdk
   ensure_ab
   ensure_taskset
+  ensure_node
   ensure_venv
   build_jars package
   build_native if-stale

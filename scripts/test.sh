@@ -10,11 +10,13 @@ usage() {
   cat <<'USAGE'
 Usage: ./scripts/test.sh [PYTEST ARGS...]
 
-Finds a JDK 21+, ab, a C compiler and Python 3.11+ (installing what it can), builds every module
-and runs the Java unit tests (Maven wrapper), compiles the lean client and the floor, lints the
-Python and shell code, then runs pytest: the ab and lean-client parsers, histogram and statistics
-on known inputs, the agent, the plots, the conformance checker against every server, and
-end-to-end runs of run-all.sh (--quick). Extra arguments go to pytest, e.g. -k conformance.
+Finds a JDK 21+, ab, a C compiler, ShellCheck, Chromium and Python 3.11+ (installing what it
+can), builds every module and runs the Java unit tests (Maven wrapper), compiles the lean client
+and the floor, lints the Python, shell and Dockerfile, then runs pytest: the ab and lean-client
+parsers, histogram and statistics on known inputs, the paired statistics and the result model on
+synthetic runs, the agent, the plots and report.html (rendered in headless Chromium), the
+conformance checker and hostile clients against every server, and end-to-end runs of run-all.sh.
+Extra arguments go to pytest, e.g. -k conformance.
 USAGE
 }
 
@@ -38,6 +40,8 @@ main() {
   ensure_ab
   ensure_taskset
   ensure_shellcheck
+  ensure_node
+  ensure_chromium
   ensure_venv
   build_jars verify
   build_native force

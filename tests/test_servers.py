@@ -1,3 +1,7 @@
+import re
+import subprocess
+import sys
+
 import pytest
 
 from latency_diff import servers
@@ -12,6 +16,8 @@ def test_discovery_finds_the_dummy_first_and_unique_names():
         assert s.threading in servers.THREADING_MODELS
         if s.is_java:
             assert s.artifact == s.jar and s.jar.name.endswith(".jar")
+        elif s.script:
+            assert s.artifact == s.module_dir / s.script and s.interpreter
         else:
             assert s.artifact.parent == servers.NATIVE_BUILD and s.reference
     ladder = [s.name for s in found if s.baseline or s.reference]
@@ -26,11 +32,29 @@ def test_select_keeps_the_baseline_and_rejects_unknown_names():
         servers.select(found, "undertow,nope")
 
 
-def test_reactor_lists_every_module_and_the_agent(tmp_path):
-    pom = servers.reactor_pom(tmp_path)
-    for d in servers.module_dirs():
-        assert f"/{d.name}</module>" in pom
-    assert "/agent</module>" in pom and "/native</module>" not in pom
+def test_the_root_pom_builds_every_module():
+    assert servers.reactor_problems() == []
+    listed = servers.reactor_modules()
+    assert listed[:2] == ["common", "agent"] and "native" not in listed
+    assert {f"servers/{d.name}" for d in servers.module_dirs() if d.parent.name == "servers"} <= set(listed)
+
+
+def test_a_module_missing_from_the_reactor_names_the_line_to_add(tmp_path):
+    (tmp_path / "pom.xml").write_text(
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modules><module>common</module><module>agent</module>'
+        '<module>servers/gone</module></modules></project>')
+    for d in ("common", "agent", "servers/x"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "pom.xml").write_text("<project/>")
+    (tmp_path / "servers" / "x" / "server.toml").write_text('[[server]]\nname = "x"\n')
+    assert servers.reactor_problems(tmp_path) == [
+        "servers/x/ has a pom.xml but the root pom.xml does not build it: add <module>servers/x</module> to its "
+        "<modules>",
+        "the root pom.xml lists <module>servers/gone</module>, but servers/gone/pom.xml does not exist: remove the "
+        "line"]
+    proc = subprocess.run([sys.executable, "-m", "latency_diff.servers", "check-reactor"], capture_output=True,
+                          text=True, cwd=servers.KIT_ROOT)
+    assert proc.returncode == 0 and proc.stderr == ""
 
 
 def test_a_native_server_runs_its_executable_with_the_reference_template():
@@ -73,3 +97,27 @@ def test_a_server_without_pom_needs_an_executable(tmp_path):
     (root / "servers" / "x" / "pom.xml").unlink()
     with pytest.raises(ServerError, match="no pom.xml next to it, so it needs 'executable'"):
         servers.discover(root)
+
+
+def test_a_script_server_runs_under_its_interpreter(tmp_path):
+    node = next(s for s in servers.discover() if s.name == "node")
+    assert not node.is_java and node.artifact == servers.KIT_ROOT / "servers" / "node" / "server.js"
+    cmd = node.command("java", ["-Xmx1g"], 8080)
+    assert cmd[:2] == ["node", str(node.artifact)] and "-Xmx1g" not in cmd
+    assert cmd[-2:] == ["--template", str(servers.REFERENCE_RESPONSE)]
+
+
+@pytest.mark.parametrize("fields, message", [
+    ('script = "s.js"', "'script' and 'interpreter' go together"),
+    ('script = "missing.js"\ninterpreter = "node"', "'script' must name a file in x/"),
+    ('script = "s.js"\ninterpreter = "/usr/bin/node"', "'interpreter' must be the name of a program on PATH"),
+    ('install = "apt-get install x"', "'install' (a command) goes with 'interpreter'"),
+])
+def test_bad_script_fields_are_errors(tmp_path, fields, message):
+    d = tmp_path / "x"
+    d.mkdir()
+    (d / "s.js").write_text("")
+    (d / "server.toml").write_text(f'[[server]]\nname = "x"\ndisplay = "X"\nthreading = "blocking"\nnotes = "n"\n'
+                                   f'{fields}\n')
+    with pytest.raises(ServerError, match=re.escape(message)):
+        servers._load(d / "server.toml")
