@@ -26,15 +26,12 @@ def render(run_dir: Path, full: bool = False, root: Path = KIT_ROOT) -> str:
     r = model.build(run_dir)
     lines = [f"*{report.headline(r)}*", "", report.markdown_table(r), ""]
     if full:
-        lines += [report.pinning_sentence(r), ""]
+        lines += [report.pinning_sentence(r), ""] + [f"- check: {c}" for c in report.checks(r)] + [""]
         rel = run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir
-        for name, title in report.PLOTS.items():
-            if (run_dir / f"{name}.png").is_file():
-                lines += [f"![{title}]({rel}/{name}.png)", ""]
-        for title, t in (("Round trip and diff by percentile (lean client, all trials together)",
-                          report.percentile_table(r)),
-                         ("Cost per request on the server", report.cost_table(r)),
-                         ("The two clients", report.client_table(r))):
+        if (run_dir / "diffs.png").is_file():
+            lines += [f"![{report.PLOTS['diffs']}]({rel}/diffs.png)", ""]
+        for title, t in (("Precision reached", report.precision_table(r)),
+                         ("What each framework adds over its server", report.framework_table(r))):
             if t is not None and t[1]:
                 lines += [f"**{title}**", "", report.render_md(t), ""]
     if r.invalid:

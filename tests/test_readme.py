@@ -16,3 +16,31 @@ def test_readme_names_the_two_commands():
     first_screen = "\n".join((KIT_ROOT / "README.md").read_text().splitlines()[:40])
     assert "./scripts/run-all.sh" in first_screen and "./scripts/test.sh" in first_screen
     assert re.search(r"scripts/run-all.sh --help", (KIT_ROOT / "README.md").read_text())
+
+
+def test_readme_options_table_is_the_drivers_options():
+    """Every option of run-all.sh is in the README's table, and every option there is one of run-all.sh's."""
+    from latency_diff import settings
+    text = (KIT_ROOT / "README.md").read_text()
+    table = text.split("## Options", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"`(--[a-z-]+)", table))
+    parser = settings.build_parser("")
+    actual = {o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
+    assert documented == actual, f"only in the README: {documented - actual}; only in --help: {actual - documented}"
+
+
+def test_every_option_has_its_variable():
+    """LATENCY_DIFF_<OPTION> for every option: resolve() reads each through knob(), which names its source."""
+    from latency_diff import settings
+    parser = settings.build_parser("")
+    names = {a.dest for a in parser._actions if a.option_strings and a.dest not in ("help", "list")}
+    args = parser.parse_args([])
+    resolved = settings.resolve(args)
+    assert names <= set(resolved.sources), names - set(resolved.sources)
+
+
+def test_the_readme_reads_in_five_minutes_and_its_links_resolve():
+    text = (KIT_ROOT / "README.md").read_text()
+    assert len(text.encode()) <= 15_000, "the README is over 15 KB: move a section to docs/ and link it"
+    for target in re.findall(r"\]\(((?:docs|results)/[^)#]+)", text):
+        assert (KIT_ROOT / target).exists(), f"README links to {target}, which does not exist"
