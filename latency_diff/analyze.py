@@ -88,6 +88,40 @@ def compare(a: model.RunResult, b: model.RunResult) -> tuple[report.Table, list[
     return (cols, rows, {1, 2, 3, 4, 5}), notes
 
 
+def agreement(a: model.RunResult, b: model.RunResult) -> list[str]:
+    """Reproducibility of b against a: whose diff intervals overlap, and whether the servers whose intervals are
+    apart in both runs rank the same in both (pairs apart in one run only are counted, not judged)."""
+    by_b = {s.name: s for s in b.ranked if not s.baseline and s.diff.ci95_low is not None}
+    both = [(s, by_b[s.name]) for s in a.ranked if s.name in by_b and s.diff.ci95_low is not None]
+    if not both:
+        return []
+    apart_iv = [sa.name for sa, sb in both
+                if sa.diff.ci95_high < sb.diff.ci95_low or sb.diff.ci95_high < sa.diff.ci95_low]
+    out = [f"intervals overlap for {len(both) - len(apart_iv)} of {len(both)} servers"
+           + (f" (not: {', '.join(apart_iv)})" if apart_iv else "")]
+
+    def order(x, y) -> int:  # -1: x below y, 1: above, 0: intervals overlap
+        if x.diff.ci95_high < y.diff.ci95_low:
+            return -1
+        return 1 if y.diff.ci95_high < x.diff.ci95_low else 0
+
+    same, flipped, one_run = 0, [], 0
+    for i, (xa, xb) in enumerate(both):
+        for ya, yb in both[i + 1:]:
+            oa, ob = order(xa, ya), order(xb, yb)
+            if oa and ob:
+                if oa == ob:
+                    same += 1
+                else:
+                    flipped.append(f"{xa.name}/{ya.name}")
+            elif oa or ob:
+                one_run += 1
+    out.append(f"ranking: {same} pairs of servers are apart in both runs and rank the same, {len(flipped)} rank the "
+               f"other way round" + (f" ({', '.join(flipped)})" if flipped else "")
+               + f"; {one_run} pairs are apart in one run only")
+    return out
+
+
 def main_compare(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="analyze.py compare", description="Change of each server's diff from "
                                      "RUN_A to RUN_B, with its 95% interval; 'not significant' within noise.")
@@ -104,6 +138,7 @@ def main_compare(argv: list[str]) -> int:
     print(f"A: {report.headline(a)}\nB: {report.headline(b)}\n")
     print(report.render_text(t) if t[1] else "(no server to compare)")
     print(f"\n{COMPARE_EXPLANATION}")
+    notes = agreement(a, b) + notes
     for n in notes:
         print(f"note: {n}")
     if args.html:

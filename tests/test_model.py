@@ -220,3 +220,19 @@ def test_a_pair_far_from_the_others_is_named_and_kept(tmp_path):
     assert [w for w in j.warnings if "outlier" in w] == [
         "process pair 7 is an outlier (27.00 us against a median of 7.00 us over 7 pairs): one JVM compiled or laid "
         "out differently, or the machine changed; its pair is kept, so the interval shows it"]
+
+
+def test_compare_says_whether_a_second_run_reproduces_the_first(tmp_path):
+    def run(folder, u, j, v):
+        return model.build(make_paired_run(tmp_path / folder, {"undertow": [(20_000, 20_000 + x) for x in u],
+                                                               "jetty": [(20_000, 20_000 + x) for x in j],
+                                                               "vertx": [(20_000, 20_000 + x) for x in v]}))
+    # A: vertx 5,000 [5,000, 5,000] < undertow 7,333 [6,616, 8,050] < jetty 30,333 [29,616, 31,050].
+    a = run("a", (7000, 7500, 7500), (30_000, 30_500, 30_500), (5000, 5000, 5000))
+    # B: undertow as in A; jetty 40,333 and vertx 9,000: both apart from A, and vertx now above undertow.
+    b = run("b", (7000, 7500, 7500), (40_000, 40_500, 40_500), (9000, 9000, 9000))
+    assert analyze.agreement(a, b) == [
+        "intervals overlap for 1 of 3 servers (not: vertx, jetty)",
+        "ranking: 2 pairs of servers are apart in both runs and rank the same, 1 rank the other way round "
+        "(vertx/undertow); 0 pairs are apart in one run only"]
+    assert analyze.agreement(a, a)[0] == "intervals overlap for 3 of 3 servers"

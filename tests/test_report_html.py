@@ -69,13 +69,13 @@ def test_chromium_lays_out_the_tables_and_both_plots(tmp_path, page):
     got = _rendered(dom)
     # The dummy and the three servers in the main table; the sections' tables; both plots with a size.
     assert got["rows"] == 4 and got["plots"] == 2 and got["tables"] >= 4, got
-    assert _main_rows(dom) == ["dummy", "vertx", "undertow", "jetty"]  # ranked by diff
+    assert _main_rows(dom) == ["dummy (baseline)", "vertx", "undertow", "jetty"]  # ranked by diff
 
 
 def test_sorting_by_a_column_reorders_the_rows(tmp_path, page):
     # Column 0 is the server's name: ascending by name.
     dom = _browser(tmp_path, "--dump-dom", page.as_uri() + "#sort=0").stdout
-    assert _main_rows(dom) == ["dummy", "jetty", "undertow", "vertx"]
+    assert _main_rows(dom) == ["dummy (baseline)", "jetty", "undertow", "vertx"]
 
 
 def test_the_screenshot_shows_a_page_not_a_blank(tmp_path, page):
