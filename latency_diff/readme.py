@@ -2,7 +2,9 @@
 
 The README holds blocks like
 
-    <!-- results: results/20261122T050000Z -->        (or "... full -->": every table and the plots)
+    <!-- results: results/20261122T050000Z -->        the main table
+    <!-- results: results/20261122T050000Z main -->   and the checks, the diff plot, what frameworks add
+    <!-- results: results/20261122T050000Z full -->   and the precision reached per server
     ...table rendered from that run...
     <!-- /results -->
 
@@ -19,19 +21,22 @@ from pathlib import Path
 
 from . import KIT_ROOT, model, report
 
-BLOCK = re.compile(r"(<!-- results: (?P<run>[^ ]+)(?P<full> full)? -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
+BLOCK = re.compile(r"(<!-- results: (?P<run>[^ ]+)(?: (?P<mode>main|full))? -->\n)(?P<body>.*?)(<!-- /results -->)",
+                   re.S)
 
 
-def render(run_dir: Path, full: bool = False, root: Path = KIT_ROOT) -> str:
+def render(run_dir: Path, mode: str | None = None, root: Path = KIT_ROOT) -> str:
     r = model.build(run_dir)
     lines = [f"*{report.headline(r)}*", "", report.markdown_table(r), ""]
-    if full:
+    if mode in ("main", "full"):
         lines += [report.pinning_sentence(r), ""] + [f"- check: {c}" for c in report.checks(r)] + [""]
         rel = run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir
         if (run_dir / "diffs.png").is_file():
             lines += [f"![{report.PLOTS['diffs']}]({rel}/diffs.png)", ""]
-        for title, t in (("Precision reached", report.precision_table(r)),
-                         ("What each framework adds over its server", report.framework_table(r))):
+        tables = [("What each framework adds over its server", report.framework_table(r))]
+        if mode == "full":
+            tables.insert(0, ("Precision reached", report.precision_table(r)))
+        for title, t in tables:
             if t is not None and t[1]:
                 lines += [f"**{title}**", "", report.render_md(t), ""]
     if r.invalid:
@@ -46,7 +51,7 @@ def update(readme: Path, root: Path = KIT_ROOT, check: bool = False) -> list[str
     stale: list[str] = []
 
     def replace(m: re.Match) -> str:
-        body = render(root / m.group("run"), full=bool(m.group("full")), root=root)
+        body = render(root / m.group("run"), mode=m.group("mode"), root=root)
         if body != m.group("body"):
             stale.append(m.group("run"))
         return m.group(1) + body + m.group(5)
