@@ -3,7 +3,8 @@
 The README holds blocks like
 
     <!-- results: results/20261122T050000Z -->        the main table
-    <!-- results: results/20261122T050000Z main -->   and the checks, the diff plot, what frameworks add
+    <!-- results: results/20261122T050000Z main -->   fewer columns, and the checks, the diff plot, what
+                                                       frameworks add
     <!-- results: results/20261122T050000Z full -->   and the precision reached per server
     ...table rendered from that run...
     <!-- /results -->
@@ -27,7 +28,8 @@ BLOCK = re.compile(r"(<!-- results: (?P<run>[^ ]+)(?: (?P<mode>main|full))? -->\
 
 def render(run_dir: Path, mode: str | None = None, root: Path = KIT_ROOT) -> str:
     r = model.build(run_dir)
-    lines = [f"*{report.headline(r)}*", "", report.markdown_table(r), ""]
+    table = report.compact_table(r) if mode == "main" else report.markdown_table(r)
+    lines = [f"*{report.headline(r)}*", "", table, ""]
     if mode in ("main", "full"):
         lines += [report.pinning_sentence(r), ""] + [f"- check: {c}" for c in report.checks(r)] + [""]
         rel = run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir

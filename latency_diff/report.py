@@ -294,8 +294,20 @@ def table(r: RunResult) -> str:
     return "\n".join(out) + "\n"
 
 
+#: The main table's columns kept by compact_table (the README's copy; report.md has them all).
+COMPACT_COLUMNS = ("server", "version", "HTTP", "diff [us]", "diff 95% CI [us]", "pairs", "met", "ab diff [us]",
+                   "CPU diff [us]")
+
+
 def markdown_table(r: RunResult) -> str:
     return render_md(main_table(r, with_version=True))
+
+
+def compact_table(r: RunResult) -> str:
+    """The main table without threading, target, ab's interval and allocation, for a README of every server."""
+    cols, rows, _ = main_table(r, with_version=True)
+    keep = [cols.index(c) for c in COMPACT_COLUMNS]
+    return render_md((COMPACT_COLUMNS, [[row[i] for i in keep] for row in rows], set(range(3, len(keep)))))
 
 
 # -- machine-readable ----------------------------------------------------------------------------
