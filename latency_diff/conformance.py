@@ -40,8 +40,9 @@ SOCKET_TIMEOUT_S = 5.0
 HTTP11_OPTIONAL = "connection"
 #: ...and is then compared with the dummy's length as if it had it.
 CONNECTION_LINE_BYTES = len(b"Connection: keep-alive\r\n")
-#: How far behind the clock a cached Date may lag and still count as live.
-DATE_CACHE_LAG_S = 0.8
+#: How far behind the clock a cached Date may lag and still count as live: a cache refreshed once a second
+#: on a timer of its own phase (Pekko HTTP's) lags by up to a second plus its scheduler's tick.
+DATE_CACHE_LAG_S = 1.1
 
 
 def ab_request(host: str, port: int) -> bytes:
@@ -264,9 +265,10 @@ def check(port: int, host: str = "127.0.0.1", *, name: str | None = None, refere
 def _date_wait(since: float, now: float | None = None) -> float:
     """Seconds to wait after a response received at `since` until a live Date must have changed.
 
-    A Date that may be cached but changes at least once a second can lag the clock by up to a second's
-    fraction (one library refreshes it every 750 ms): the answer is 0.8 s past the next second boundary
-    after `since`, so that any such cache has moved on; 0 if that moment has passed.
+    A Date that may be cached but is refreshed at least once a second can lag the clock by up to a second
+    (one library refreshes it every 750 ms, Pekko HTTP every second from its first request on): the answer
+    is DATE_CACHE_LAG_S past the next second boundary after `since`, so that any such cache has been
+    refreshed after that boundary; 0 if that moment has passed.
     """
     now = time.time() if now is None else now
     return max(0.0, since - since % 1.0 + 1.0 + DATE_CACHE_LAG_S - now)

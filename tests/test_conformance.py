@@ -6,6 +6,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from latency_diff import conformance
@@ -164,3 +165,14 @@ def test_the_date_wait_ends_past_the_next_second_boundary():
     assert conformance._date_wait(100.25, now=100.25) == pytest.approx(0.75 + lag)
     assert conformance._date_wait(100.25, now=101.5) == pytest.approx(101.0 + lag - 101.5)
     assert conformance._date_wait(100.25, now=103.0) == 0.0
+
+
+@pytest.mark.parametrize("period", [0.75, 1.0, 1.01])
+def test_the_date_wait_sees_a_cache_refreshed_on_its_own_timer_change(period):
+    """A Date cached by a timer of any phase and a period up to a second (+ a tick) has changed by then."""
+    for phase in np.arange(0.0, period, 0.05):
+        for since in np.arange(100.0, 101.0, 0.05):
+            def cached(t):  # the Date text a cache refreshed at phase + k * period shows at time t
+                return int(phase + ((t - phase) // period) * period)
+            later = since + conformance._date_wait(since, now=since)
+            assert cached(later) != cached(since), (phase, since)
