@@ -73,9 +73,6 @@ public final class PekkoServer {
      * whose rendering is the reference's bytes.
      */
     static ContentType contentType(String value) {
-        if (value.equals(ContentTypes.TEXT_PLAIN_UTF8.toString())) {
-            return ContentTypes.TEXT_PLAIN_UTF8;
-        }
         int slash = value.indexOf('/');
         return ContentTypes.create(MediaTypes.customWithFixedCharset(
                 value.substring(0, slash), value.substring(slash + 1), HttpCharsets.UTF_8, Map.of(), false));
