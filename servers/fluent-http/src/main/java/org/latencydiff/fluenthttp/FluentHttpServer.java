@@ -1,6 +1,7 @@
 package org.latencydiff.fluenthttp;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -71,7 +72,13 @@ public final class FluentHttpServer {
                 public int start(int port, SSLContext context, boolean authReq) throws IOException {
                     RouterContainer container = new RouterContainer(this, new DirectRouter(this), webSocketThreads);
                     connection = new SocketConnection(new ContainerSocketProcessor(container, threadCount, selectThreads));
-                    return ((InetSocketAddress) connection.connect(new InetSocketAddress(host, port), context)).getPort();
+                    try {
+                        return ((InetSocketAddress) connection.connect(new InetSocketAddress(host, port), context)).getPort();
+                    } catch (IOException e) {
+                        // fluent-http turns a failed bind into a message without its cause ("Port already in use
+                        // -1") but passes unchecked exceptions on, so the BindException reaches the Launcher.
+                        throw new UncheckedIOException(e);
+                    }
                 }
 
                 @Override

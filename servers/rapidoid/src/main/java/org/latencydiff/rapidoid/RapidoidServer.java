@@ -5,6 +5,7 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.latencydiff.HttpDate;
 import org.latencydiff.Launcher;
 import org.latencydiff.ReferenceResponse;
 import org.rapidoid.http.HttpWrapper;
@@ -25,7 +26,7 @@ public final class RapidoidServer {
             ReferenceResponse ref = ReferenceResponse.get();
             Map<String, String> headers = new LinkedHashMap<>();
             ref.constantHeaders().forEach(h -> headers.put(h.getKey(), h.getValue()));
-            // Rapidoid writes Content-Type from the route's media type, and Connection, Date, Server
+            // Rapidoid writes Content-Type from the route's media type, and Connection, Server
             // (http.serverName) and Content-Length itself.
             MediaType contentType = MediaType.of(headers.remove("Content-Type"));
 
@@ -39,14 +40,25 @@ public final class RapidoidServer {
                     "on.address=" + options.host(),
                     "on.port=" + port,
                     "http.serverName=" + options.name(),
+                    // Rapidoid's own Date is recomputed 1000 ms after its last computation, not at the next
+                    // second, so it can lag the clock by nearly two seconds; the wrapper writes a live one.
+                    "http.mandatoryHeaders.date=false",
                     "log.level=no_logs");
 
             HttpWrapper referenceHeaders = (req, invocation) -> {
                 req.response().headers().putAll(headers);
+                req.response().headers().put("Date", HttpDate.now());
                 return invocation.invoke();
             };
             On.defaults().wrappers(referenceHeaders);
-            On.get("/").contentType(contentType).plain(ref.body());
+            try {
+                On.get("/").contentType(contentType).plain(ref.body());
+            } catch (RuntimeException e) {
+                // Rapidoid binds on its server thread and reports only "Server start-up failed!"; a busy port
+                // is told as one by trying to bind it here.
+                new ServerSocket(port, 1, InetAddress.getByName(options.host())).close();
+                throw e;
+            }
             Log.setLogLevel(LogLevel.WARN);
             return port;
         });
