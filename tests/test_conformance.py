@@ -172,7 +172,7 @@ def test_the_date_wait_sees_a_cache_refreshed_on_its_own_timer_change(period):
     """A Date cached by a timer of any phase and a period up to a second (+ a tick) has changed by then."""
     for phase in np.arange(0.0, period, 0.05):
         for since in np.arange(100.0, 101.0, 0.05):
-            def cached(t):  # the Date text a cache refreshed at phase + k * period shows at time t
+            def cached(t, phase=phase):  # the Date text a cache refreshed at phase + k * period shows
                 return int(phase + ((t - phase) // period) * period)
             later = since + conformance._date_wait(since, now=since)
             assert cached(later) != cached(since), (phase, since)
