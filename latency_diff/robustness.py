@@ -24,13 +24,14 @@ DEFAULT_SERVERS = "undertow,tomcat-nio"
 MAX_WIDENING = 2.0
 
 
-def _run(results: Path, args: list[str]) -> Path:
+def run_driver(results: Path, args: list[str]) -> Path:
+    """One driver run into the fresh folder `results`; its run directory, or exit when it failed."""
     results.mkdir(parents=True)
     cmd = [sys.executable, "-m", "latency_diff.driver", "--results-dir", str(results), *args]
     code = subprocess.run(cmd, cwd=KIT_ROOT).returncode
     runs = [d for d in results.iterdir() if d.is_dir()]
     if code not in (0, 3) or len(runs) != 1:
-        raise SystemExit(f"robustness: the run in {results} failed (exit status {code}); see above")
+        raise SystemExit(f"benchmark: the run in {results} failed (exit status {code}); see above")
     return runs[0]
 
 
@@ -64,13 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     out = args.results_dir / ("robustness-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     out.mkdir(parents=True)
     common = ["--servers", args.servers, "--allow-concurrent", *driver_args]
-    quiet_dir = _run(out / "quiet", common)
+    quiet_dir = run_driver(out / "quiet", common)
     quiet = model.build(quiet_dir)
     cpu = quiet.settings.get("server_cpu")
     inj_cmd = [sys.executable, "-m", "latency_diff.injector", "--seconds", "7200", "--seed", str(args.seed)]
     injector = subprocess.Popen(inj_cmd + ([] if cpu is None else ["--cpu", str(cpu)]), cwd=KIT_ROOT)
     try:
-        injected_dir = _run(out / "injected", common)
+        injected_dir = run_driver(out / "injected", common)
     finally:
         injector.terminate()
         injector.wait(10)

@@ -2,6 +2,7 @@
 # The kit's own benchmarks of its method (targets are measured here and in committed runs, not in tests):
 #   robustness  the same servers quiet and beside the stall injector: diffs agree, intervals at most 2x wider
 #   design      precision per minute: the single-server design against paired measurement, quiet and injected
+#   pinning     precision per minute: shared pinning against split (and none) in the paired design
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -11,6 +12,7 @@ usage() {
   cat <<'USAGE'
 Usage: ./scripts/bench.sh robustness [--servers LIST] [--seed N] [DRIVER OPTIONS...]
        ./scripts/bench.sh design [--servers LIST] [--no-injector]
+       ./scripts/bench.sh pinning [--servers LIST] [--pinnings shared,split,none]
 
 Sets up like run-all.sh, then runs one benchmark of the method and writes its verdict and both
 runs into results/<benchmark>-<UTC time>/. Each takes minutes per server (several runs of the
@@ -23,8 +25,9 @@ main() {
   case "$bench" in
     robustness) module=latency_diff.robustness ;;
     design) module=latency_diff.designbench ;;
+    pinning) module=latency_diff.pinningbench ;;
     -h|--help) usage; exit 0 ;;
-    *) err "name a benchmark: robustness or design"; usage >&2; exit 2 ;;
+    *) err "name a benchmark: robustness, design or pinning"; usage >&2; exit 2 ;;
   esac
   shift
   local arg

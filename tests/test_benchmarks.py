@@ -5,7 +5,7 @@ import random
 import pytest
 from runs import make_paired_run
 
-from latency_diff import KIT_ROOT, designbench, injector, model, robustness
+from latency_diff import KIT_ROOT, designbench, injector, model, pinningbench, robustness
 
 
 class FakeClock:
@@ -69,3 +69,21 @@ def test_design_bench_reads_both_formats(tmp_path):
     new = designbench.new_widths(make_paired_run(tmp_path, {"undertow": [(20_000, 27_000), (20_000, 27_500),
                                                                          (20_000, 26_500)]}))
     assert new["undertow"][0] == pytest.approx(7000.0)
+
+
+def test_pinning_bench_ratio_at_equal_time(tmp_path):
+    shared = pinningbench.widths(_run(tmp_path, "s", [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)]))
+    split = pinningbench.widths(_run(tmp_path, "p", [(30_000, 39_000), (30_000, 40_000), (30_000, 38_000)]))
+    assert split["undertow"][0] == pytest.approx(9000.0)
+    assert split["undertow"][1] == pytest.approx(2 * shared["undertow"][1])  # the same spread, doubled
+    # Split's interval twice as wide in 4 minutes against shared's 1 minute: at equal time 2 x sqrt(4) = 4x.
+    assert pinningbench.ratios(shared, 1.0, split, 4.0) == {"undertow": pytest.approx(4.0)}
+    # Half as wide but in 16 minutes: 0.5 x 4 = 2x; a server only one pinning measured has no ratio.
+    assert pinningbench.ratios(shared, 1.0, {"undertow": (9000.0, shared["undertow"][1] / 2), "jetty": (1.0, 1.0)},
+                               16.0) == {"undertow": pytest.approx(2.0)}
+
+
+def test_pinning_bench_refuses_a_list_without_shared_first(capsys):
+    with pytest.raises(SystemExit):
+        pinningbench.main(["--pinnings", "split,shared"])
+    assert "must start with shared" in capsys.readouterr().err
