@@ -39,7 +39,8 @@ def ab_block(rtt_ns: float) -> str:
 def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complete", clients=("lean",),
                     settings: dict | None = None, meta: dict[str, dict] | None = None, ab_rtt=None) -> Path:
     """pairs: server -> list of pairs; a pair is (base_ns, server_ns) (2 quads of lean blocks, every block
-    that value), a dict {"quads": [(b, s), ...], "stall": ns, "cpu": (server ticks, base ticks), "jvm": {...}},
+    that value), a dict {"quads": [(b, s), ...], "stall": ns (in the first server block, or with
+    "stall_every_server_block": True in each), "cpu": (server ticks, base ticks), "jvm": {...}},
     or "failed:<phase>:<reason>". ab_rtt: server -> (base, server) round trips for ab blocks, per pair."""
     run = tmp / "run"
     run.mkdir(parents=True)
@@ -73,7 +74,8 @@ def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complet
             for q, (b, s) in enumerate(spec["quads"]):
                 for slot, target in enumerate(QUAD[q % 2]):
                     value = b if target == "base" else s
-                    stall = spec.get("stall") if (q, slot) == (0, 1) else None
+                    every = spec.get("stall_every_server_block") and target == "server"
+                    stall = spec.get("stall") if (q, slot) == (0, 1) or every else None
                     rel = f"blocks/{name}/p{k}-lean-q{q}-{slot}{target[0]}.json"
                     block = lean_block(value, stall, non_2xx=spec.get("non_2xx", 0) if target == "server" else 0)
                     (run / rel).write_text(json.dumps(block))

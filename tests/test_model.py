@@ -87,6 +87,20 @@ def test_cpu_cross_check_and_costs(tmp_path):
     assert any("JIT compiler threads used 50 ms of CPU during 1.0 s of blocks" in w for w in u.warnings)
 
 
+def test_cpu_cross_check_names_a_tail_the_trimmed_mean_leaves_out(tmp_path):
+    # As above (a CPU diff of 950 us against a latency diff of 7 us), but one request in each server block takes
+    # 18.86 s: the block's plain mean is (19,999 x 27,000 + 18,860,027,000) / 20,000 = 970,000 ns, so the plain-mean
+    # diff is 950 us, the CPU diff's; the 1% trimmed mean cuts that request.
+    pair = {"quads": [(20_000, 27_000)] * 2, "cpu": ((200, 50, 5), (100, 50)), "stall": 18_860_027_000,
+            "stall_every_server_block": True}
+    u = next(s for s in model.build(make_paired_run(tmp_path, {"undertow": [pair] * 3})).servers
+             if s.name == "undertow")
+    assert u.diff.mean == pytest.approx(7000.0) and u.clients["lean"].plain_diff.mean == pytest.approx(950_000.0)
+    (w,) = [w for w in u.warnings if "CPU-time diff" in w]
+    assert w.startswith("the CPU-time diff (950.00 us per request, /proc) is far from the latency diff (7.00 us) but "
+                        "near the plain-mean diff (950.00 us): the server spends it in rare slow requests")
+
+
 def test_two_clients_and_their_agreement(tmp_path):
     run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)]},
                           clients=("lean", "ab"),
