@@ -76,3 +76,14 @@ def test_a_changed_count_is_flagged(label, value):
 
 def test_the_unmutated_fixture_has_no_problem():
     assert parse(VALID, "valid.txt").problems(requests=20000, response_bytes=296, body_bytes=10) == []
+
+
+def test_a_run_that_stopped_early_is_flagged():
+    """ab stopped after 15,000 of 20,000 requests, every one kept alive and of the right length: only the count
+    of requests asked for tells."""
+    text = (VALID.replace("Complete requests:      20000", "Complete requests:      15000")
+            .replace("Keep-Alive requests:    20000", "Keep-Alive requests:    15000")
+            .replace("Total transferred:      5920000 bytes", "Total transferred:      4440000 bytes"))
+    assert text.count("15000") == 2 and "4440000" in text
+    assert parse(text, "early.txt").problems(requests=20000, response_bytes=296, body_bytes=10) == [
+        "ab completed 15000 of 20000 requests"]
