@@ -355,7 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     java = java_executable()
     print_settings(settings, run_dir.name, java, sys.stderr)
     run = Run(settings, run_dir, java)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    # SIGINT too: a run started in the background by a script inherits SIGINT ignored, and `kill -INT` must
+    # still stop it cleanly.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupted)
     started = _utc()
     try:

@@ -198,15 +198,23 @@ def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, si
         files = list(tmp_path.glob(f"*/{marker}"))
         return bool(files) and (phase != "start" or "Listening for transport" in files[0].read_text())
 
-    # Wait until the phase is under way (its file exists), then interrupt.
-    while not reached():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, f"the run did not reach {phase}"
-        time.sleep(0.05)
-    if phase != "start":
-        time.sleep(1)
-    os.kill(proc.pid, sig)
-    out, err = proc.communicate(timeout=30)
+    try:
+        # Wait until the phase is under way (its file exists), then interrupt.
+        while not reached():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"the run did not reach {phase}"
+            time.sleep(0.05)
+        if phase != "start":
+            time.sleep(1)
+        os.kill(proc.pid, sig)
+        out, err = proc.communicate(timeout=30)
+    finally:  # a run that did not stop must not hold the lock (and its ports) for the tests after this one
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
     assert proc.returncode == 130, err[-2000:]
     assert "Finished pairs are kept" in err
     time.sleep(0.5)
