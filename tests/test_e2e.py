@@ -276,6 +276,33 @@ def test_a_server_that_crashes_or_hangs_mid_run_is_recorded_and_the_run_goes_on(
     assert nothing_left(s.port)
 
 
+def test_the_run_rotates_the_servers_and_alternates_blocks_and_clients(tmp_path):
+    """What the driver ran, in the order it ran it (block files' modification times), not what it planned."""
+    servers = discover()
+    dummy, floor = servers[0], next(s for s in servers if s.name == "floor")
+    steady = FaultyServer(name="steady", display="Steady", module_dir=ROOT / "tests", threading="blocking",
+                          notes="test", args=("ok",), executable="misbehaving")
+    s = _settings(tmp_path, [dummy, floor, steady], block_requests=2000, quads=2, min_pairs=2, max_pairs=2)
+    run = driver.Run(s, driver.new_run_dir(tmp_path), java_executable())
+    try:
+        run.measure()
+    finally:
+        run.stop_all()
+        shutil.rmtree(run.agent_dir, ignore_errors=True)
+    entries = [json.loads(x) for x in (run.dir / "pairs.jsonl").read_text().splitlines()]
+    assert all(e["status"] == "measured" for e in entries), entries
+    rounds = {r: [e["server"] for e in entries if e["round"] == r] for r in (1, 2)}
+    assert sorted(rounds[1]) == ["floor", "null", "steady"] and len(entries) == 6
+    assert rounds[2] == rounds[1][1:] + rounds[1][:1]  # each round starts one server later
+    quad0 = [("lean", t) for t in ("base", "server", "server", "base")] + \
+            [("ab", t) for t in ("base", "server", "server", "base")]
+    quad1 = [("ab", t) for t in ("server", "base", "base", "server")] + \
+            [("lean", t) for t in ("server", "base", "base", "server")]
+    for e in entries:
+        ran = sorted(e["blocks"], key=lambda b: (run.dir / b["file"]).stat().st_mtime_ns)
+        assert [(b["client"], b["target"]) for b in ran] == quad0 + quad1, e["tag"]
+
+
 def test_the_warm_up_waits_for_a_quiet_jit(tmp_path):
     """A Java server's warm-up ends only after its JIT compiler threads stood still for JIT_QUIET_S."""
     servers = discover()
