@@ -35,6 +35,9 @@ JIT_BUSY_SHARE = 0.01
 #: The CPU cross-check (shared pinning): the latency diff and the CPU-time diff should agree within this.
 CPU_CHECK_ABS_NS = 2000.0
 CPU_CHECK_REL = 0.5
+#: Without waiting for the JIT, a JVM that served fewer requests than this (warm-up and one block) is still
+#: interpreting and compiling while it is measured (the default profile warms up with this many and waits).
+WARM_REQUESTS = 100_000
 NULL_PAIR = "null"
 
 
@@ -208,6 +211,8 @@ class RunResult:
     primary: str = "lean"
     #: How long the measurements took (run.json), when the run completed.
     seconds: float | None = None
+    #: Why the table must not be read as a ranking (a smoke run's cold JVMs), else None.
+    caveat: str | None = None
 
     @property
     def ranked(self) -> list[ServerResult]:
@@ -380,7 +385,7 @@ def build(run_dir: Path) -> RunResult:
         raise AnalysisError(f"{run_dir / 'pairs.jsonl'}: pairs of server(s) not in env.json: {', '.join(strays)}")
     result = RunResult(run_id=run.get("run_id", run_dir.name), status=run["status"], reason=run.get("reason"),
                        settings=settings, env=env, servers=servers, warnings=[], clients=clients, primary=primary,
-                       seconds=run.get("seconds"))
+                       seconds=run.get("seconds"), caveat=_cold_caveat(settings))
     evaluate(result)
     return result
 
@@ -460,6 +465,15 @@ def evaluate(r: RunResult) -> None:
     _run_warnings(r)
 
 
+def _cold_caveat(st: dict) -> str | None:
+    warmup, block = st.get("warmup") or 0, st.get("block_requests") or 0
+    if st.get("wait_for_jit", True) or warmup + block >= WARM_REQUESTS:
+        return None
+    return (f"smoke run: each JVM served {warmup:,} warm-up requests and blocks of {block:,}, "
+            "and the run did not wait for the JIT, so the diffs include the interpreter and the JIT compiling on "
+            "the measured CPU (often 10 times a default run's or more); use the default profile to rank servers")
+
+
 def _costs_of(s: ServerResult, valid: list[Pair]) -> None:
     server = [p.costs["server"] for p in valid if "server" in p.costs]
     s.cpu = _summary([c.cpu_ns for c in server])
@@ -520,7 +534,8 @@ def _warnings(s: ServerResult, r: RunResult) -> list[str]:
         w.append(f"ab and the lean client disagree on the diff ({a.mean / 1000:.2f} against {b.mean / 1000:.2f} us, "
                  "intervals apart): the clients' own work differs per request under this pinning; compare one "
                  "client's diffs only")
-    if r.settings.get("pinning") == "shared" and s.cpu_diff is not None and not s.ladder:
+    # In a smoke run the JIT's work on the shared CPU explains any gap (the caveat says so, once).
+    if r.settings.get("pinning") == "shared" and s.cpu_diff is not None and not s.ladder and not r.caveat:
         gap = abs(s.cpu_diff.mean - s.diff.mean)
         plain = c.plain_diff.mean if c.plain_diff.n else None
         if gap > max(CPU_CHECK_ABS_NS, CPU_CHECK_REL * abs(s.diff.mean)) and plain is not None and \

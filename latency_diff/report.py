@@ -273,7 +273,8 @@ def all_warnings(r: RunResult) -> list[str]:
 
 
 def table(r: RunResult) -> str:
-    out = [headline(r), "", render_text(main_table(r)) if r.ranked else "(no valid server)", "", legend(r),
+    out = [headline(r), *([f"NOT FOR COMPARING: {r.caveat}"] if r.caveat else []), "",
+           render_text(main_table(r)) if r.ranked else "(no valid server)", "", legend(r),
            pinning_sentence(r)]
     for c in checks(r):
         out.append(f"check: {c}")
@@ -347,7 +348,7 @@ def _server_json(s: ServerResult) -> dict:
 def summary_json(r: RunResult) -> str:
     data = {"format": SUMMARY_FORMAT, "run_id": r.run_id, "status": r.status, "reason": r.reason,
             "settings": r.settings, "clients": list(r.clients), "primary_client": r.primary,
-            "checks": checks(r), "warnings": r.warnings, "env": r.env,
+            "caveat": r.caveat, "checks": checks(r), "warnings": r.warnings, "env": r.env,
             "servers": [_server_json(s) for s in r.ranked + r.invalid]}
     return json.dumps(data, indent=2) + "\n"
 
@@ -422,6 +423,7 @@ def report_md(r: RunResult, plots: dict[str, str] | None = None) -> str:
     """report.md; plots: plot name -> file name (PNG) next to it, embedded under the tables."""
     lines = [f"# latency-diff run {r.run_id}", "",
              f"Status: **{r.status}**" + (f" ({r.reason})" if r.reason else ""), "",
+             *([f"**Not for comparing**: {r.caveat}", ""] if r.caveat else []),
              markdown_table(r), "", legend(r), "", pinning_sentence(r), ""]
     lines += [f"- check: {c}" for c in checks(r)] + [""]
     for name, title in PLOTS.items():

@@ -108,6 +108,8 @@ def report_html(r: RunResult, svgs: dict[str, str]) -> str:
              f"<p>Status: <strong>{html.escape(r.status)}</strong>"
              + (f" ({html.escape(r.reason)})" if r.reason else "") + "</p>",
              f"<p class=\"note\">{_inline(report.headline(r))}</p>"]
+    if r.caveat:
+        parts.append(_list([f"**Not for comparing**: {r.caveat}"], "warn"))
     if r.ranked:
         parts.append(table_html(report.main_table(r, with_version=True), "sortable main"))
         parts.append("<p class=\"note\">Click a column's header to sort by it.</p>")

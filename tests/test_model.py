@@ -250,3 +250,24 @@ def test_compare_says_whether_a_second_run_reproduces_the_first(tmp_path):
         "ranking: 2 pairs of servers are apart in both runs and rank the same, 1 rank the other way round "
         "(vertx/undertow); 0 pairs are apart in one run only"]
     assert analyze.agreement(a, a)[0] == "intervals overlap for 3 of 3 servers"
+
+
+@pytest.mark.parametrize("settings, cold", [  # the fixture's blocks have 20,000 requests
+    ({"warmup": 1_000, "wait_for_jit": False}, True),  # as the quick profile: 21,000 requests, no wait
+    ({"warmup": 100_000, "wait_for_jit": True}, False),  # the default
+    ({"warmup": 1_000, "wait_for_jit": True}, False),  # waited for the JIT
+    ({"warmup": 80_000, "wait_for_jit": False}, False),  # 100,000 requests: as warm as the default
+])
+def test_a_smoke_run_says_on_every_output_that_it_is_not_for_comparing(tmp_path, settings, cold):
+    # A CPU diff of 950 us against a latency diff of 7 us (as in the cross-check test): in a smoke run the JIT on
+    # the shared CPU explains the gap, and the caveat says so once instead of a warning per server.
+    pairs = [{"quads": [(20_000, 27_000)] * 2, "cpu": ((200, 50, 5), (100, 50))}] * 3
+    run = make_paired_run(tmp_path, {"undertow": pairs}, settings=settings)
+    assert analyze.main([str(run), "--quiet"]) == 0
+    r = model.build(run)
+    undertow = next(s for s in r.servers if s.name == "undertow")
+    outputs = {"report.md": (run / "report.md").read_text(), "report.html": (run / "report.html").read_text(),
+               "table": report.table(r), "summary.json": json.loads((run / "summary.json").read_text())["caveat"] or ""}
+    for name, text in outputs.items():
+        assert ("smoke run: each JVM served 1,000 warm-up requests" in text) is cold, name
+    assert any("CPU-time diff" in w for w in undertow.warnings) is not cold
