@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import agent, conformance, paired
 from .clients import Clients
-from .process import ServerProcess, StartError
+from .process import ServerProcess, StartError, pin_threads
 from .samplers import CLOCK_TICKS_PER_S, Sample, delta, jit_ticks
 from .servers import Server
 from .settings import Settings
@@ -74,12 +74,22 @@ def start(ctx: Context, server: Server, port: int, tag: str, *, reference_length
     """Starts a server process, checks its response, warms it up. Raises PairFailed (the process stopped)."""
     ctx.where["phase"] = "start"
     sock = ctx.agent_dir / f"{tag}.sock" if server.is_java else None
-    flags = ctx.s.jvm_flags + ([agent.jvm_flag(sock)] if sock else [])
-    proc = ServerProcess(server, port, ctx.run_dir / "logs" / f"{tag}.log", jvm_flags=flags, cpu=ctx.s.server_cpu,
-                         java=ctx.java)
+    cpu = ctx.s.server_cpu
+    late = cpu is not None and ctx.s.pin_after_warmup and server.is_java
+    # Pinned late, a JVM must size itself for the one CPU it will run on: its GC and JIT threads, its pools.
+    flags = [*ctx.s.jvm_flags, *(["-XX:ActiveProcessorCount=1"] if late else []),
+             *([agent.jvm_flag(sock)] if sock else [])]
+    proc = ServerProcess(server, port, ctx.run_dir / "logs" / f"{tag}.log", jvm_flags=flags,
+                         cpu=None if late else cpu, java=ctx.java)
     ctx.running.append(proc)
     try:
-        return _check_and_warm(ctx, server, proc, sock, port, tag, reference_length, http)
+        running = _check_and_warm(ctx, server, proc, sock, port, tag, reference_length, http)
+        if late:
+            try:
+                pin_threads(proc.pid, cpu)
+            except OSError as e:
+                raise PairFailed("warmup", f"could not pin the server to CPU {cpu}: {e}") from e
+        return running
     except BaseException:
         proc.stop()  # a failed start, check or warm-up leaves nothing running
         ctx.running.remove(proc)
@@ -221,7 +231,14 @@ def stop(ctx: Context, r: Running | ServerProcess | None) -> int | None:
 
 
 def affinity(r: Running) -> list[int] | None:
+    """The CPUs any of the server's threads may run on (one, when it is pinned)."""
+    cpus: set[int] = set()
     try:
-        return sorted(os.sched_getaffinity(r.proc.pid))
+        for tid in os.listdir(f"/proc/{r.proc.pid}/task"):
+            try:
+                cpus |= os.sched_getaffinity(int(tid))
+            except ProcessLookupError:
+                continue
     except OSError:
         return None
+    return sorted(cpus)

@@ -34,6 +34,23 @@ def taskset_prefix(cpu: int | None) -> list[str]:
     return [] if cpu is None else ["taskset", "-c", str(cpu)]
 
 
+def pin_threads(pid: int, cpu: int, passes: int = 5) -> None:
+    """Pins every thread of a running process to one CPU. A thread started during a pass by one not yet pinned
+    inherits the old mask, so passes repeat until one finds every thread pinned. Raises OSError."""
+    for _ in range(passes):
+        moved = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                if os.sched_getaffinity(int(tid)) != {cpu}:
+                    os.sched_setaffinity(int(tid), {cpu})
+                    moved += 1
+            except ProcessLookupError:  # the thread ended
+                continue
+        if not moved:
+            return
+    raise OSError(f"process {pid} kept starting threads on other CPUs after {passes} passes")
+
+
 class ServerProcess:
     """One running server. Use as a context manager so that it is always stopped."""
 

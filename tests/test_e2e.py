@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from latency_diff import driver, pair, settings
-from latency_diff.process import java_executable
+from latency_diff.process import java_executable, pin_threads
 from latency_diff.servers import Server, discover
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,6 +96,17 @@ def test_quick_run_measures_every_server(tmp_path):
             assert s["alloc_bytes_per_request"]["mean"] > 0, s
         else:
             assert s["alloc_bytes_per_request"] is None
+    # The quick profile starts and warms the JVMs on every CPU, sized for one, and pins each thread before the
+    # blocks; every other server is pinned from the start.
+    cpu = summary["settings"]["server_cpu"]
+    native = {x.name for x in discover() if not x.is_java}  # the null pair's second dummy is a JVM too
+    for e in (json.loads(x) for x in (run_dir / "pairs.jsonl").read_text().splitlines()):
+        if e["status"] != "measured":
+            continue
+        assert e["affinity"] == [cpu], e
+        command = (run_dir / e["log_file"]).read_text().splitlines()[0]
+        late = e["server"] not in native
+        assert ("-XX:ActiveProcessorCount=1" in command) is late and command.startswith("$ taskset") is not late, e
     blocks = sorted(p.name for p in (run_dir / "blocks" / "undertow").iterdir())
     # One quad per client: lean D S S D, then ab (the quick profile's one pair).
     assert blocks == ["p1-ab-q0-0b.txt", "p1-ab-q0-1s.txt", "p1-ab-q0-2s.txt", "p1-ab-q0-3b.txt",
@@ -126,6 +137,42 @@ def test_pinning_modes_and_single_clients_are_recorded(tmp_path, pinning, client
     assert f"Pinning {pinning}" in report_md
     assert ("not pinned" in report_md) == (pinning == "none")
     assert (run_dir / "percentiles.png").exists() == (client == "lean")
+
+
+THREAD_SPAWNER = """
+import threading, time
+threading.stack_size(256 * 1024)
+def spawner():
+    for _ in range(25):
+        threading.Thread(target=time.sleep, args=(5,)).start()
+        time.sleep(0.004)
+spawners = [threading.Thread(target=spawner) for _ in range(40)]
+for t in spawners:
+    t.start()
+print("spawning", flush=True)
+for t in spawners:
+    t.join()
+print("started", flush=True)
+time.sleep(5)
+"""
+
+
+def test_pin_threads_pins_threads_that_other_threads_start_meanwhile():
+    usable = sorted(os.sched_getaffinity(0))
+    if len(usable) < 2:
+        pytest.skip("needs two usable CPUs to tell a pinned thread from an unpinned one")
+    proc = subprocess.Popen([sys.executable, "-c", THREAD_SPAWNER], stdout=subprocess.PIPE, text=True)
+    try:
+        # 40 threads, each starting a thread every 4 ms for 0.1 s: some start while the first pass runs.
+        assert proc.stdout.readline() == "spawning\n"
+        pin_threads(proc.pid, usable[-1])
+        assert proc.stdout.readline() == "started\n"
+        tasks = os.listdir(f"/proc/{proc.pid}/task")
+        assert len(tasks) > 1000
+        assert all(os.sched_getaffinity(int(t)) == {usable[-1]} for t in tasks)
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_http11_runs_every_server_with_the_lean_client_only(tmp_path):

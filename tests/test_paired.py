@@ -151,5 +151,6 @@ def test_rounds_rotate_the_order():
 
 
 def test_profiles_name_every_knob():
-    keys = {"warmup", "block_requests", "block_warmup", "quads", "min_pairs", "max_pairs", "budget", "wait_for_jit"}
+    keys = {"warmup", "block_requests", "block_warmup", "quads", "min_pairs", "max_pairs", "budget", "wait_for_jit",
+            "pin_after_warmup"}
     assert all(set(p) == keys for p in PROFILES.values())
