@@ -19,8 +19,8 @@ process pairs until its diff is precise enough or its time budget is spent. Prin
 tables; results and plots go to results/<UTC time>/, never over an earlier run.
 
 Examples:
-  ./scripts/run-all.sh                       # default profile, every server (about 25 minutes)
-  ./scripts/run-all.sh --quick               # smoke run, one process pair per server (about 2 minutes)
+  ./scripts/run-all.sh                       # default profile, every server (about 50 minutes for 31)
+  ./scripts/run-all.sh --quick               # smoke run, one process pair per server (about 3 minutes)
   ./scripts/run-all.sh --servers undertow,jetty --budget 150
   ./scripts/run-all.sh --pinning split --client ab   # the study's set-up and client
   ./scripts/run-all.sh --profile original    # the 2014 study's single 10,000,000-request run
