@@ -92,6 +92,7 @@ final class Counters {
                 .append("}\n")
                 .toString();
     }
+
     /**
      * The allocation total once it has stopped moving for 1 ms (or after {@value #SETTLE_READINGS} readings).
      * HotSpot's total briefly misses a thread that is exiting: in a probe on JDK 25, 1.3% of readings taken
