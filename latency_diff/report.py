@@ -269,7 +269,14 @@ def checks(r: RunResult) -> list[str]:
 
 
 def all_warnings(r: RunResult) -> list[str]:
-    return r.warnings + [f"{s.name}: {w}" for s in r.ranked for w in s.warnings]
+    """The run's warnings, then each server's; one line for a warning that several servers share (a smoke run's
+    "only 1 process pair" would otherwise bury the others)."""
+    names: dict[str, list[str]] = {}
+    for s in r.ranked:
+        for w in s.warnings:
+            names.setdefault(w, []).append(s.name)
+    return r.warnings + [f"{n[0]}: {w}" if len(n) == 1 else f"{len(n)} servers ({', '.join(n)}): {w}"
+                         for w, n in names.items()]
 
 
 def table(r: RunResult) -> str:

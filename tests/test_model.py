@@ -271,3 +271,15 @@ def test_a_smoke_run_says_on_every_output_that_it_is_not_for_comparing(tmp_path,
     for name, text in outputs.items():
         assert ("smoke run: each JVM served 1,000 warm-up requests" in text) is cold, name
     assert any("CPU-time diff" in w for w in undertow.warnings) is not cold
+
+
+def test_a_warning_that_several_servers_share_is_one_line(tmp_path):
+    # undertow and jetty: one pair each (no interval); vertx: 3 pairs, 7 us apart, so its own target is missed.
+    run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000)], "jetty": [(20_000, 40_000)],
+                                     "vertx": [(20_000, 21_000), (20_000, 28_000), (20_000, 24_000)]})
+    r = model.build(run)
+    lines = [w for w in report.all_warnings(r) if "process pair" in w or "precision target" in w]
+    # In the table's order (vertx's 4 us, undertow's 7, jetty's 20): one line for the shared warning.
+    assert len(lines) == 2 and lines[0].startswith("vertx: precision target missed: ±"), lines
+    assert lines[1] == "2 servers (undertow, jetty): only 1 process pair: no interval; use the default profile or " \
+                       "--min-pairs 3"
