@@ -18,7 +18,8 @@ import java.nio.file.attribute.BasicFileAttributes;
  * {@code -javaagent:agent/target/latency-diff-agent.jar=<unix-socket-path>}. It serves the JVM's
  * allocation, GC and JIT counters ({@link Counters}) on that Unix domain socket: a client connects and
  * writes lines (any text ending in '\n', e.g. {@code stats}); each line gets one JSON line back;
- * EOF ends the connection.
+ * EOF ends the connection. The line {@code jit} gets the JIT compilers' queue instead
+ * ({@link CompileQueue}), which the driver asks for during a warm-up.
  *
  * <p>It must not change what it measures: one daemon platform thread with blocking I/O, no executor,
  * no timer. While nobody queries it, that thread sits in accept() or read() and neither runs nor
@@ -31,6 +32,9 @@ public final class LatencyDiffAgent {
 
     private static final String USAGE =
             "usage: -javaagent:latency-diff-agent.jar=<unix-socket-path>";
+
+    /** The query line that asks for the compile queue instead of the counters. */
+    private static final byte[] JIT = {'j', 'i', 't'};
 
     private LatencyDiffAgent() {}
 
@@ -136,17 +140,29 @@ public final class LatencyDiffAgent {
         }
     }
 
-    /** One JSON line per '\n' received, each read at the moment its line is complete. */
+    /**
+     * One JSON line per '\n' received, each read at the moment its line is complete: the compile queue
+     * ({@link CompileQueue}) for the line {@code jit}, the counters ({@link Counters}) for any other.
+     */
     private static void answer(SocketChannel client, ByteBuffer in, Counters counters) throws IOException {
         in.clear();
+        // The line so far, as far as it can still be "jit": its length, or -1 once it cannot.
+        int jitPrefix = 0;
         while (client.read(in) >= 0) {
             in.flip();
             while (in.hasRemaining()) {
-                if (in.get() == '\n') {
-                    ByteBuffer reply = ByteBuffer.wrap(counters.json().getBytes(StandardCharsets.US_ASCII));
+                byte b = in.get();
+                if (b == '\n') {
+                    String text = jitPrefix == JIT.length ? CompileQueue.json() : counters.json();
+                    ByteBuffer reply = ByteBuffer.wrap(text.getBytes(StandardCharsets.US_ASCII));
                     while (reply.hasRemaining()) {
                         client.write(reply);
                     }
+                    jitPrefix = 0;
+                } else if (jitPrefix >= 0 && jitPrefix < JIT.length && b == JIT[jitPrefix]) {
+                    jitPrefix++;
+                } else {
+                    jitPrefix = -1;
                 }
             }
             in.clear();

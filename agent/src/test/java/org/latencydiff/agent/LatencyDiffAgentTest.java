@@ -80,6 +80,18 @@ class LatencyDiffAgentTest {
     }
 
     @Test
+    void theLineJitGetsTheCompileQueueAndOnlyThatLine() throws IOException {
+        try (SocketChannel client = connect()) {
+            write(client, "jit\njitter\nji\n");
+            String jit = readLine(client);
+            assertTrue(jit.matches("\\{\"format\":\"latency-diff/agent-jit/1\",\"compiling\":\\d+,\"queued\":\\d+}"),
+                    jit);
+            assertTrue(REPLY.matcher(readLine(client)).matches(), "jitter: the counters");
+            assertTrue(REPLY.matcher(readLine(client)).matches(), "ji: the counters");
+        }
+    }
+
+    @Test
     void agentThreadIsOneDaemonPlatformThread() {
         assertEquals(LatencyDiffAgent.THREAD_NAME, agent.thread().getName());
         assertTrue(agent.thread().isDaemon());
