@@ -4,16 +4,18 @@ Usage: scripts/analyze.py RUN_DIR [--quiet]
        scripts/analyze.py compare RUN_A RUN_B [--html FILE]
 
 RUN_DIR: writes summary.json, summary.csv, report.md, report.html (one self-contained page), and
-diffs/percentiles plots (PNG and SVG) into the run directory and prints the tables. Parses
-strictly: a malformed or truncated file is an error naming the file and what is wrong, the exit
-status is non-zero and nothing is written.
+the diffs and percentiles plots (PNG) into the run directory and prints the tables. Parses
+strictly: a malformed file is an error naming the file and what is wrong, the exit status is
+non-zero and nothing is written (a last record cut short by a stopped run is left out, with a
+warning).
 
 compare: for each server valid in both runs, the change of its diff from RUN_A to RUN_B with a 95%
 interval (over both runs' process pairs, each already paired with its own baseline), and "not
 significant" where the interval includes zero: a regression check between versions, JDKs or
-machines; --html FILE also writes the comparison as a page. Both runs must be of the paired format
-(latency-diff/run/3); a run of the earlier single-server format is refused with a message saying
-so. Exit status 0; 1 on an unreadable run.
+machines; --html FILE also writes the comparison as a page. Both runs must be of the current format
+(latency-diff/run/4; python3 -m latency_diff.migrate converts a run of /3); a run of the earlier
+single-server format is refused with a message saying so. Exit status 0; 1 on an unreadable run;
+3 when the run is incomplete.
 """
 
 from __future__ import annotations
@@ -22,35 +24,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import model, plots, report, report_html, stats
-
-OUTPUTS = ("summary.json", "summary.csv", "report.md", "report.html")
-
-
-def write_outputs(run_dir: Path, result: model.RunResult) -> list[Path]:
-    """Plots first (report.md embeds them), then each text file through a temporary name."""
-    try:
-        images = plots.write_all(result, run_dir)
-    except OSError as e:
-        raise model.AnalysisError(f"{run_dir}: cannot write the plots: {e.strerror}") from e
-    svgs = {k: p.with_suffix(".svg").read_text(encoding="utf-8") for k, p in images.items()}
-    rendered = {"summary.json": report.summary_json(result), "summary.csv": report.summary_csv(result),
-                "report.md": report.report_md(result, {k: p.name for k, p in images.items()}),
-                "report.html": report_html.report_html(result, svgs)}
-    written = [p for png in images.values() for p in (png, png.with_suffix(".svg"))]
-    for name, text in rendered.items():
-        tmp = run_dir / f".{name}.tmp"
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(run_dir / name)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            raise model.AnalysisError(f"{run_dir / name}: cannot write: {e.strerror}") from e
-        written.append(run_dir / name)
-    return written
+from . import evaluate, export, stats
+from .export import html, tables, terminal
+from .model import RunResult
 
 
-def compare(a: model.RunResult, b: model.RunResult) -> tuple[report.Table, list[str]]:
+def compare(a: RunResult, b: RunResult) -> tuple[tables.Table, list[str]]:
     """The change of each server's diff from run a to run b; notes on what could not be compared."""
     notes = []
     if a.primary != b.primary:
@@ -80,7 +59,7 @@ def compare(a: model.RunResult, b: model.RunResult) -> tuple[report.Table, list[
             verdict = "slower" if change.mean > 0 else "faster"
         rel = f"{change.mean / sa.diff.mean:+.0%}" if sa.diff and abs(sa.diff.mean) > 1e-9 else "-"
         rows.append([sa.name, f"{sa.diff.mean / 1000:.2f}", f"{sb.diff.mean / 1000:.2f}",
-                     f"{change.mean / 1000:+.2f}", report.ci_text(change), rel, verdict])
+                     f"{change.mean / 1000:+.2f}", tables.ci_text(change), rel, verdict])
     only_b = sorted(s.name for s in b.servers if s.name not in {x.name for x in a.servers})
     if only_b:
         notes.append(f"only in {b.run_id}: {', '.join(only_b)}")
@@ -88,7 +67,7 @@ def compare(a: model.RunResult, b: model.RunResult) -> tuple[report.Table, list[
     return (cols, rows, {1, 2, 3, 4, 5}), notes
 
 
-def agreement(a: model.RunResult, b: model.RunResult) -> list[str]:
+def agreement(a: RunResult, b: RunResult) -> list[str]:
     """Reproducibility of b against a: whose diff intervals overlap, and whether the servers whose intervals are
     apart in both runs rank the same in both (pairs apart in one run only are counted, not judged)."""
     by_b = {s.name: s for s in b.ranked if not s.baseline and s.diff.ci95_low is not None}
@@ -130,20 +109,20 @@ def main_compare(argv: list[str]) -> int:
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as a page to FILE")
     args = parser.parse_args(argv)
     try:
-        a, b = model.build(args.run_a), model.build(args.run_b)
-    except model.AnalysisError as e:
+        a, b = evaluate.build(args.run_a), evaluate.build(args.run_b)
+    except evaluate.AnalysisError as e:
         print(f"analyze: error: {e}", file=sys.stderr)
         return 1
     t, notes = compare(a, b)
-    print(f"A: {report.headline(a)}\nB: {report.headline(b)}\n")
-    print(report.render_text(t) if t[1] else "(no server to compare)")
+    print(f"A: {tables.headline(a)}\nB: {tables.headline(b)}\n")
+    print(tables.render_text(t) if t[1] else "(no server to compare)")
     print(f"\n{COMPARE_EXPLANATION}")
     notes = agreement(a, b) + notes
     for n in notes:
         print(f"note: {n}")
     if args.html:
         try:
-            args.html.write_text(report_html.compare_html(a, b, t, notes, COMPARE_EXPLANATION), encoding="utf-8")
+            args.html.write_text(html.compare_html(a, b, t, notes, COMPARE_EXPLANATION), encoding="utf-8")
         except OSError as e:
             print(f"analyze: error: {args.html}: cannot write: {e.strerror}", file=sys.stderr)
             return 1
@@ -165,18 +144,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="write the files, print only their location")
     args = parser.parse_args(argv)
     try:
-        result = model.build(args.run_dir)
-    except model.AnalysisError as e:
+        result = evaluate.build(args.run_dir)
+    except evaluate.AnalysisError as e:
         print(f"analyze: error: {e}", file=sys.stderr)
         print("analyze: nothing was written", file=sys.stderr)
         return 1
     try:
-        written = write_outputs(args.run_dir, result)
-    except model.AnalysisError as e:
+        written = export.write_all(args.run_dir, result)
+    except export.ExportError as e:
         print(f"analyze: error: {e}", file=sys.stderr)
         return 1
     if not args.quiet:
-        print(report.table(result))
+        print(terminal.render(result))
     print("Files: " + ", ".join(str(p) for p in written))
     return 0 if result.status == "complete" else 3
 

@@ -1,404 +1,383 @@
-"""Measures every server in process pairs against the dummy baseline, and writes the raw results of one run.
+"""The run loop: rounds of process pairs, each server measured beside a baseline dummy, on two lanes.
 
-The run goes in rounds. Each round starts a fresh baseline dummy; then each server of the round gets a
-fresh process beside it, pinned alike (a process pair): both are checked and warmed up, and the
-client alternates between them in short blocks, four at a time in ABBA order (D S S D, S D D S, ...),
-per client (the lean client and ab take turns quad by quad), so that drift of the machine cancels
-within each quad. A round also measures the null pair (the dummy against a second dummy process)
-and the baseline ladder (floor, NIO dummy). Every server gets --min-pairs pairs; then servers whose
-diff is not yet within the precision target get more, while their --budget lasts. Everything raw goes
-into results/<UTC time>/; then the analysis renders the tables and plots. Every option can also be
-set by an environment variable (LATENCY_DIFF_<OPTION>, e.g. LATENCY_DIFF_BUDGET=120); a flag wins.
+The run goes in rounds. Each round has a fresh baseline dummy, and each server of the round gets a
+fresh process beside it, pinned alike (a process pair), measured by the interleaved lean client
+(and ab's ABBA quads); a round also measures the null pair (the dummy against a second dummy
+process) and the baseline ladder (floor, NIO dummy). Every server gets --min-pairs pairs; then
+servers whose diff is not yet within the precision target get more, while their --budget lasts
+(schedule.py).
 
-Pinning: shared puts the client and both servers on one CPU (a round trip is the sum of client and
-server CPU work, so the diff is the server's work per request); split puts the client on one CPU and
-the servers on another (the 2014 study's set-up: the diff is critical-path latency, including the
-cross-CPU wake-up); none leaves placement to the scheduler.
+Two lanes: the *measuring lane* (this module's main thread) measures pairs on the measured CPU; the
+*preparing lane* (a worker thread) starts, checks and warms up the next processes on another CPU
+meanwhile, up to LOOKAHEAD of them ahead, so that a pair's cost is what the slower lane spends on
+it, not their sum. Without a second CPU (split or no pinning) the measuring lane prepares each
+process itself, just before it needs it. A server is scheduled a pair or two before its previous
+one is counted; a prepared process that is no longer wanted is stopped unmeasured.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import errno
-import fcntl
-import json
-import os
 import shutil
-import signal
-import sys
+import statistics
 import tempfile
 import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import KIT_ROOT, conformance, envinfo, lean, model, pair
+from . import conformance, envinfo, pair, rundir
 from .clients import Clients
-from .process import java_executable
-from .schedule import ServerState, next_round
-from .servers import Server, agent_jar, discover
-from .settings import RunError, Settings, build_parser, print_settings, resolve
+from .ports import Ports, wait_free
+from .progress import Progress
+from .records import PairRecord
+from .schedule import Schedule, ServerState
+from .servers import Server
+from .settings import MAX_SEGMENTS, Settings
 
-MIN_FREE_BYTES = 1 << 20  # a block's output is ~1-5 KB, a server log a few KB
-LOCK_FILE = Path(os.environ.get("LATENCY_DIFF_LOCK_FILE") or Path(tempfile.gettempdir()) / "latency-diff.lock")
-RUN_FORMAT = model.RUN_FORMAT
-#: The measured servers take turns on the ports after the baseline's: P+1 .. P+SERVER_PORTS.
-SERVER_PORTS = 8
+MIN_FREE_BYTES = 1 << 20  # a pair's records are ~10-100 KB compressed, a server log a few KB
+#: Processes the preparing lane may have ready (or under way) beyond the one being measured.
+LOOKAHEAD = 2
+#: A pair measures at least long enough to fill this share of a process's preparation time (the recent median):
+#: the measured CPU would wait for the next process meanwhile anyway.
+FILL_SHARE = 0.8
+RECENT = 8
+NULL_PAIR = "null"
 
 
 class Interrupted(Exception):
     """SIGINT, SIGTERM or SIGHUP arrived: stop everything, keep what is finished."""
 
 
-def port_holder(port: int) -> str:
-    """Who listens on the port, if `ss` can tell."""
-    import subprocess
-    try:
-        out = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True, timeout=5).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.split("users:", 1)[1].strip() if "users:" in out else ""
-
-
-def port_free(port: int, host: str = "127.0.0.1", *, strict: bool = False) -> bool:
-    """Whether a listener could bind the port now; strict: even one that does not set SO_REUSEADDR (a connection
-    the last server closed first keeps the port in TIME_WAIT for a minute, and such a listener fails on it)."""
-    import socket
-    with socket.socket() as s:
-        if not strict:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def wait_port_free(port: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not port_free(port):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
-def new_run_dir(results_dir: Path) -> Path:
-    """results/<UTC timestamp>, created exclusively: an earlier run is never overwritten."""
-    try:
-        results_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise RunError(f"cannot create the results directory {results_dir}: {e.strerror}") from e
-    if not os.access(results_dir, os.W_OK):
-        raise RunError(f"the results directory {results_dir} is not writable")
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    for i in range(1, 100):
-        d = results_dir / (stamp if i == 1 else f"{stamp}-{i}")
-        try:
-            d.mkdir()
-            return d
-        except FileExistsError:
-            continue
-    raise RunError(f"cannot find a free run directory name under {results_dir}")
-
-
 def null_server(dummy: Server) -> Server:
     """The null pair's second dummy: the dummy byte for byte, under a name of its own in the results."""
-    return dataclasses.replace(dummy, name=model.NULL_PAIR, display="Dummy again (null pair)", baseline=False,
+    return dataclasses.replace(dummy, name=NULL_PAIR, display="Dummy again (null pair)", baseline=False,
                                reference=True, alias_of=dummy.name,
                                notes="A second dummy process against the round's dummy: its diff must be 0 "
                                      "within its interval, or the pairing itself is biased.")
 
 
-class Progress:
-    """One line per step, with the time so far and an estimate of what is left."""
+@dataclass
+class Item:
+    """A process the measuring lane will need: a round's baseline dummy, or a server's process of a pair."""
+    round: int
+    server: Server
+    #: Its name in the run's logs and records, unique: dummy-r<round>, or <server>-p<n> for the server's n-th process.
+    tag: str
+    state: ServerState | None = None
+    #: Where its preparation is (server, phase): what an interrupt reports while the measuring lane waits for it.
+    where: dict = field(default_factory=dict)
 
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.tty = sys.stderr.isatty()
-        self.left_s: float | None = None
 
-    def say(self, text: str, *, transient: bool = False) -> None:
-        elapsed = time.monotonic() - self.started
-        left = "" if self.left_s is None else f", ~{int(self.left_s // 60)}:{int(self.left_s % 60):02d} left"
-        line = f"[{int(elapsed // 60)}:{int(elapsed % 60):02d}{left}] {text}"
-        if transient and self.tty:
-            print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
-        elif not transient:
-            print(("\r\033[K" if self.tty else "") + line, file=sys.stderr, flush=True)
+class Lane:
+    """The preparing lane: runs preparations one after another on a worker thread, or, with no second CPU,
+    lazily on the caller's thread when their result is asked for."""
+
+    def __init__(self, ahead: bool):
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") if ahead else None
+
+    def submit(self, fn: Callable[[], pair.Prepared]) -> Future:
+        if self.pool is not None:
+            return self.pool.submit(fn)
+        return _Lazy(fn)
+
+    def shutdown(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Lazy(Future):
+    """A future that runs its function on the first call of result()."""
+
+    def __init__(self, fn: Callable[[], pair.Prepared]):
+        super().__init__()
+        self._fn: Callable[[], pair.Prepared] | None = fn
+
+    def result(self, timeout: float | None = None) -> pair.Prepared:
+        fn, self._fn = self._fn, None
+        if fn is not None:
+            try:
+                self.set_result(fn())
+            except BaseException as e:
+                self.set_exception(e)
+        return super().result(timeout)
 
 
 class Run:
     def __init__(self, settings: Settings, run_dir: Path, java: str):
         self.s = settings
         self.dir = run_dir
+        self.writer = rundir.Writer(run_dir)
         self.where: dict = {"server": None, "pair": None, "round": None, "phase": "setup"}
+        self.waiting_for: Item | None = None
         self.stopped_at: dict | None = None
-        for sub in ("logs", "responses", "blocks", "warmup"):
-            (self.dir / sub).mkdir(exist_ok=True)
-        # The lean client's exact request bytes per HTTP version (1.0: ab's own), the same for the baseline and
-        # the server of a pair (Host names the baseline's port for both; no server here looks at it).
-        request_files = {}
-        for http in ("1.0", "1.1"):
-            request_files[http] = self.dir / f"request-http{http}.bin"
-            request_files[http].write_bytes(conformance.request_bytes(http, "127.0.0.1", settings.port))
         self.progress = Progress()
-        # The agents' sockets: a short private path (a Unix socket path has at most 107 bytes).
-        self.agent_dir = Path(tempfile.mkdtemp(prefix="latency-diff-"))
-        self.ctx = pair.Context(settings, run_dir, java, self.agent_dir, Clients(settings.client_cpu, request_files),
-                                say=lambda t: self.progress.say(t, transient=True), where=self.where)
+        # The agents' sockets and the request files: a short private path (a Unix socket path has at most 107 bytes).
+        self.tmp = Path(tempfile.mkdtemp(prefix="latency-diff-"))
+        self.requests = {http: conformance.request_bytes(http, "127.0.0.1", settings.port) for http in ("1.0", "1.1")}
+        files = {}
+        for http, data in self.requests.items():
+            files[http] = self.tmp / f"request-http{http}.bin"
+            files[http].write_bytes(data)
+        self.ctx = pair.Context(settings, self.writer, java, self.tmp,
+                                measure_clients=Clients(settings.client_cpu, files),
+                                prepare_clients=Clients(settings.prepare_cpu if settings.prepare_cpu is not None
+                                                        else settings.server_cpu, files),
+                                prepare_cpu=settings.prepare_cpu if settings.prepare_cpu is not None
+                                else settings.server_cpu, measure_cpu=settings.server_cpu)
+        self.ports = Ports(settings.port)
         dummy = next(x for x in settings.servers if x.baseline)
         measured = [null_server(dummy)] + [x for x in settings.servers if not x.baseline]
-        self.states = [ServerState(x, settings.quads) for x in measured]
+        self.schedule = Schedule([ServerState(x, settings.segments) for x in measured])
         self.dummy = dummy
         self.date_checked: set[str] = set()
-        self.last_port = settings.port
+        self.lane = Lane(settings.prepare_cpu is not None)
+        #: Stops finished processes (off the measured CPU) while the measuring lane goes on; writes their records.
+        self.reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stop") if self.lane.pool else None
+        #: Recent server processes' preparation times, for how long a pair can measure for free.
+        self.prepare_times: deque[float] = deque(maxlen=RECENT)
+        #: Measuring-lane time waiting for a round's dummy, billed to the round's first pair.
+        self.carry_s = 0.0
 
-    def server_port(self) -> int:
-        """The next of the servers' ports that is free even of TIME_WAIT connections (else the next one free)."""
-        ports = [self.s.port + 1 + (self.last_port - self.s.port + i) % SERVER_PORTS for i in range(SERVER_PORTS)]
-        self.last_port = next((p for p in ports if port_free(p, strict=True)),
-                              next((p for p in ports if port_free(p)), ports[0]))
-        return self.last_port
+    # -- the run's record --------------------------------------------------------------------------
+    def status(self, status: str, **extra) -> None:
+        self.writer.run({"run_id": self.dir.name, "status": status, **extra, "settings": self.s.to_dict(),
+                         "requests": {k: v.decode("latin-1") for k, v in self.requests.items()},
+                         "env": self.env, "servers": self.servers_meta})
 
-    # -- files ---------------------------------------------------------------------------------
-    def write_json(self, name: str, data: dict) -> None:
-        tmp = self.dir / f".{name}.tmp"
-        try:
-            tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-            tmp.replace(self.dir / name)
-        finally:
-            tmp.unlink(missing_ok=True)
+    def describe(self, java: str) -> None:
+        self.env = envinfo.collect(java)
+        self.servers_meta = [s.to_dict() for s in [self.dummy] + [st.server for st in self.schedule.states]]
 
     def ensure_space(self) -> None:
-        """A full disk would truncate a client's output and look like the server's fault: stop before that."""
+        """A full disk would cut a client's output short and look like the server's fault: stop before that."""
         free = shutil.disk_usage(self.dir).free
         if free < MIN_FREE_BYTES:
             raise OSError(errno.ENOSPC, f"only {free // 1024} KiB free for the results (need "
                           f"{MIN_FREE_BYTES // 1024} KiB)", str(self.dir))
 
-    def record(self, entry: dict) -> None:
-        with (self.dir / "pairs.jsonl").open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-
-    def status(self, status: str, **extra) -> None:
-        self.write_json("run.json", {"format": RUN_FORMAT, "run_id": self.dir.name, "status": status,
-                                     "settings": self.s.to_dict(), **extra})
-
-    # -- the rounds ------------------------------------------------------------------------------
-    def measure(self) -> None:
+    # -- the rounds ---------------------------------------------------------------------------------
+    def items(self) -> Iterator[Item]:
         round_no = 0
         while True:
             round_no += 1
-            todo = next_round(self.states, self.s, round_no)
+            todo = self.schedule.next_round(self.s, round_no)
             if not todo:
                 return
-            self._estimate_left(round_no)
             self.progress.say(f"round {round_no}: {len(todo)} server(s): {', '.join(x.server.name for x in todo)}")
-            self.round(round_no, todo)
-
-    def _estimate_left(self, round_no: int) -> None:
-        """Time left: the pairs every server still needs at least, plus what the others may still spend of
-        their budget on precision (an upper bound: a server stops once its target is met)."""
-        times = [t for st in self.states for t in st.pair_seconds]
-        if not times:
-            return
-        mean = sum(times) / len(times)
-        left = 0.0
-        for st in self.states:
-            if st.failed:
-                continue
-            owed = max(self.s.min_pairs - len(st.pair_quads), 0)
-            left += owed * mean if owed else (max(self.s.budget - st.spent, 0.0) if st.wants_more(self.s) else 0.0)
-        self.progress.left_s = left
-
-    def round(self, round_no: int, todo: list[ServerState]) -> None:
-        ctx = self.ctx
-        tag = f"dummy-r{round_no}"
-        self.where.update(server=self.dummy.name, round=round_no, pair=None)
-        self.ensure_space()
-        base: pair.Running | None = None
-        try:
-            try:
-                base = pair.start(ctx, self.dummy, self.s.port, tag, reference_length=None, http="1.0")
-            except pair.PairFailed as e:
-                for st in todo:
-                    self.record({"server": st.server.name, "pair": len(st.pair_quads) + 1, "round": round_no,
-                                 "status": "failed", "phase": f"baseline {e.phase}",
-                                 "reason": f"the baseline dummy failed: {e}"})
-                    st.failed = f"the baseline dummy failed: {e}"
-                self.progress.say(f"round {round_no}: the baseline dummy FAILED in {e.phase}: {e}")
-                return
+            yield Item(round_no, self.dummy, f"dummy-r{round_no}")
             for st in todo:
-                self.one_pair(round_no, base, st)
-        finally:
-            pair.stop(ctx, base)
-            wait_port_free(self.s.port)
+                st.processes += 1
+                yield Item(round_no, st.server, f"{st.server.name}-p{st.processes}", st)
 
-    def one_pair(self, round_no: int, base: pair.Running, st: ServerState) -> None:
-        ctx, s = self.ctx, self.s
-        server = st.server
-        k = len(st.pair_quads) + 1 + (1 if st.failed else 0)
-        tag = f"{server.name}-p{k}"
-        http = s.server_http(server)
-        entry: dict = {"server": server.name, "pair": k, "round": round_no, "tag": tag, "http": http,
-                       "quads": st.quads, "log_file": f"logs/{tag}.log", "base_log_file": f"logs/dummy-r{round_no}.log",
-                       "base_pid": base.proc.pid, "base_response_bytes": base.response_bytes}
-        self.where.update(server=server.name, pair=k, round=round_no)
-        self.progress.say(f"{tag}: starting (round {round_no}, {st.quads} quads)")
-        self.ensure_space()
-        t0 = time.monotonic()
-        srv: pair.Running | None = None
-        port = self.server_port()
-        entry["port"] = port
+    def prepare(self, item: Item) -> pair.Prepared:
+        """On the preparing lane: start, check and warm up the item's process."""
+        reference = None if item.state is None else self.base_length.get(item.round)
+        http = self.s.server_http(item.server) if item.state else "1.0"
+        return pair.prepare(self.ctx, item.server, self.ports.take(), item.tag, reference_length=reference,
+                            http=http, where=item.where,
+                            say=lambda t: self.progress.say(f"(preparing) {t}", transient=True))
+
+    def measure(self) -> None:
+        self.base_length: dict[int, int | None] = {}
+        items = self.items()
+        queue: deque[tuple[Item, Future]] = deque()
+        base: pair.Prepared | None = None
+        base_failed: str | None = None
+
+        def fill() -> None:
+            while len(queue) <= LOOKAHEAD:
+                item = next(items, None)
+                if item is None:
+                    return
+                # Bind the item now: the lambda runs later, on the preparing lane.
+                queue.append((item, self.lane.submit(lambda it=item: self.prepare(it))))
+
         try:
-            srv = pair.start(ctx, server, port, tag, reference_length=base.response_bytes, http=http)
-            entry.update(pid=srv.proc.pid, response_bytes=srv.response_bytes, affinity=pair.affinity(srv),
-                         warmup=srv.warmup, setup_s=round(time.monotonic() - t0, 3))
-            pair.measure(ctx, base, srv, entry, st.quads, http)
-            if server.name not in self.date_checked:
-                pair.date_check(ctx, srv)
-                self.date_checked.add(server.name)
-            entry["status"] = "measured"
-        except pair.PairFailed as e:
-            entry.update(status="failed", phase=e.phase, reason=str(e))
-            st.failed = f"{e.phase}: {e}"
-            self.progress.say(f"{tag}: FAILED in {e.phase}: {e}")
-        except (KeyboardInterrupt, Interrupted):
-            self.stopped_at = dict(self.where)
-            entry.update(status="interrupted", phase=self.where["phase"], reason="run interrupted")
+            fill()
+            while queue:
+                item, future = queue.popleft()
+                if item.state is None:
+                    base, base_failed = self._new_round(item, future, base)
+                    fill()
+                    continue
+                fill()
+                self._one_pair(item, future, base, base_failed)
+        except BaseException:
+            self.ctx.stop_everything()  # first, so that the preparing lane is not waited for with a process held up
             raise
         finally:
-            self.where["phase"] = "stop"
-            entry["exit_status"] = pair.stop(ctx, srv)
-            if not wait_port_free(port):
-                entry.setdefault("notes", []).append(f"port {port} still busy 10 s after stopping")
-            total = time.monotonic() - t0
-            entry["seconds"] = {"total": round(total, 3)}
-            st.spent += total
-            if "status" in entry:
-                self.record(entry)
-        if entry["status"] == "measured":
-            self._learn(st, entry, total)
+            if base is not None:
+                pair.stop(self.ctx, base.proc, base.record.tag)
+            if self.reaper is not None:
+                self.reaper.shutdown(wait=True)
+            for _, future in queue:  # prepared, never measured
+                future.cancel()
+            self.lane.shutdown()
+            for _, future in queue:
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    p = future.result()
+                    pair.stop(self.ctx, p.proc, p.record.tag)
 
-    def _learn(self, st: ServerState, entry: dict, total: float) -> None:
-        """Reads the pair's blocks back (as the analysis will) and updates the server's schedule."""
-        p = model.read_pair(self.dir, entry, self.s.block_requests)
-        primary = "lean" if "lean" in self.s.clients else "ab"
-        quads = p.quads(primary) or p.quads("lean")
-        if not quads:
+    def _wait(self, item: Item, future: Future) -> pair.Prepared:
+        """The item's prepared process; an interrupt while waiting is reported where the preparation was."""
+        self.waiting_for = item
+        try:
+            return future.result()
+        except (KeyboardInterrupt, Interrupted):
+            self.stopped_at = self.stopped_at or dict(item.where)
+            raise
+        finally:
+            self.waiting_for = None
+
+    def _new_round(self, item: Item, future: Future, old: pair.Prepared | None
+                   ) -> tuple[pair.Prepared | None, str | None]:
+        """The round's dummy replaces the last round's; (the new dummy, or None and why it failed)."""
+        self.ensure_space()
+        self.where.update(server=self.dummy.name, round=item.round, pair=None, phase="wait")
+        t0 = time.monotonic()
+        try:
+            base = self._wait(item, future)
+            if old is not None:
+                self._stop_later(old, None)
+            pair.hand_over(self.ctx, base)
+        except pair.PairFailed as e:
+            if old is not None:
+                pair.stop(self.ctx, old.proc, old.record.tag)
+            self.base_length[item.round] = None
+            self.progress.say(f"round {item.round}: the baseline dummy FAILED in {e.phase}: {e}")
+            return None, f"the baseline dummy failed in {e.phase}: {e}"
+        finally:
+            self.carry_s += time.monotonic() - t0
+        self.base_length[item.round] = base.record.response_bytes
+        return base, None
+
+    def _one_pair(self, item: Item, future: Future, base: pair.Prepared | None, base_failed: str | None) -> None:
+        st, s = item.state, self.s
+        assert st is not None
+        k = st.pairs + 1 + (1 if st.failed else 0)
+        http = s.server_http(st.server)
+        rec = PairRecord(server=st.server.name, pair=k, status="measured", round=item.round, http=http)
+        self.where.update(server=st.server.name, pair=k, round=item.round, phase="wait")
+        t0, carried, self.carry_s = time.monotonic(), self.carry_s, 0.0
+        srv: pair.Prepared | None = None
+        units: list = []
+        seconds: dict[str, float] = {}
+        skipped = False
+        try:
+            srv = self._wait(item, future)
+            seconds["wait"] = time.monotonic() - t0 + carried
+            ref = self.schedule.reference_ns()
+            if not st.wants_more(s, ref):  # met its target, or failed, while this process was prepared
+                self.progress.say(f"{item.tag}: no longer needed ({st.status(s, ref)}); stopped unmeasured")
+                skipped = True
+                return
+            if base is None:
+                raise pair.PairFailed("baseline", base_failed or "no baseline dummy")
+            self.ensure_space()
+            rec.base, rec.process = base.record, srv.record
+            t1 = time.monotonic()
+            self.where["phase"] = "hand-over"
+            pair.hand_over(self.ctx, srv)
+            seconds["hand_over"] = time.monotonic() - t1
+            plan = pair.Plan(segments=self._segments(st), ab_quads=s.ab_quads)
+            self.prepare_times.append(srv.record.prepare_s or 0.0)
+            units = pair.measure(self.ctx, base, srv, rec, plan, http, self.where,
+                                 lambda t: self.progress.say(t, transient=True))
+            seconds["measure"] = rec.seconds["measure"]
+            if st.server.name not in self.date_checked:
+                t3 = time.monotonic()
+                pair.date_check(srv, self.where)
+                self.date_checked.add(st.server.name)
+                seconds["date_check"] = time.monotonic() - t3
+        except pair.PairFailed as e:
+            rec.status, rec.phase, rec.reason = "failed", e.phase, str(e)
+            st.failed = f"{e.phase}: {e}"
+            self.progress.say(f"{item.tag}: FAILED in {e.phase}: {e}")
+        except BaseException as e:  # an interrupt, a full disk: the run stops, and the pair is on record as stopped
+            self.stopped_at = self.stopped_at or dict(self.where)
+            rec.status, rec.phase = "interrupted", self.stopped_at.get("phase")
+            rec.reason = "run interrupted" if isinstance(e, KeyboardInterrupt | Interrupted) else f"run stopped: {e}"
+            raise
+        finally:
+            t2 = time.monotonic()
+            self.where["phase"] = "stop"
+            seconds.setdefault("wait", t2 - t0 + carried)
+            seconds["total"] = t2 - t0 + carried
+            rec.seconds = {k: round(v, 3) for k, v in seconds.items()}
+            st.spent += seconds["total"]
+            if srv is not None and not skipped:
+                rec.process = srv.record
+            if srv is not None:
+                self._stop_later(srv, None if skipped else rec)
+            elif not skipped:
+                self.writer.pair(rec)
+        if rec.status == "measured":
+            self._learn(st, rec, units)
+
+    def _stop_later(self, p: pair.Prepared, rec: PairRecord | None) -> None:
+        """Stops a finished process, then writes its pair's record (with the exit status); in the background when
+        there is a preparing lane (the process is moved off the measured CPU first)."""
+        def stop() -> None:
+            t0 = time.monotonic()
+            p.record.exit_status = pair.stop(self.ctx, p.proc, p.record.tag)
+            if rec is not None:
+                if self.reaper is None:  # stopped on the measuring lane: its time is the pair's
+                    rec.seconds["stop"] = round(time.monotonic() - t0, 3)
+                    rec.seconds["total"] = round(rec.seconds["total"] + rec.seconds["stop"], 3)
+                if not wait_free(p.port):
+                    rec.notes.append(f"port {p.port} still busy 10 s after stopping")
+                self.writer.pair(rec)
+        if self.reaper is not None and not self.ctx.stopping.is_set():
+            self.reaper.submit(stop)
+        else:
+            stop()
+
+    def _segments(self, st: ServerState) -> int:
+        """Segments for a server's next pair: its Kalibera-Jones number, or more while the next process is still being
+        prepared anyway (the recent preparation times), within the bounds."""
+        if self.lane.pool is None or not st.measure_seconds or not self.prepare_times:
+            return st.segments
+        unit_s = sum(st.measure_seconds) / sum(len(u) for u in st.pair_units)
+        free_s = FILL_SHARE * statistics.median(self.prepare_times)
+        return max(st.segments, min(MAX_SEGMENTS, int(free_s / unit_s)))
+
+    def _learn(self, st: ServerState, rec: PairRecord, units: list) -> None:
+        """Counts a measured pair in the server's schedule."""
+        if not units:
             return
-        if p.reason:  # a block that does not count: the analysis marks the server invalid with this reason
-            st.failed = p.reason
-            self.progress.say(f"{entry['tag']}: INVALID: {p.reason}")
+        ref = self.schedule.reference_ns() or statistics.fmean(u.base_ns for u in units)
+        st.record(units, rec.seconds["total"], rec.seconds.get("measure", 0.0), ref)
+        self.progress.say(f"{st.server.name}-p{rec.pair}: {st.status(self.s, self.schedule.reference_ns())}; "
+                          f"{rec.seconds['total']:.0f} s ({rec.seconds.get('measure', 0):.0f} s measuring)")
+        self._estimate_left()
+
+    def _estimate_left(self) -> None:
+        """Time left: the pairs every server still needs at least, plus what the others may still spend of
+        their budget on precision (an upper bound: a server stops once its target is met)."""
+        times = [t for st in self.schedule.states for t in st.pair_seconds]
+        if not times:
             return
-        st.record(quads, total, entry["measure_s"], entry["quads"])
-        self.progress.say(f"{entry['tag']}: {st.status(self.s)}; {total:.0f} s")
+        mean, ref, left = statistics.fmean(times), self.schedule.reference_ns(), 0.0
+        for st in self.schedule.states:
+            if st.failed:
+                continue
+            owed = max(self.s.min_pairs - st.pairs, 0)
+            left += owed * mean if owed else (max(self.s.budget - st.spent, 0.0) if st.wants_more(self.s, ref)
+                                              else 0.0)
+        self.progress.left_s = left
 
     def stop_all(self) -> None:
-        self.ctx.clients.stop()
-        for proc in list(self.ctx.running):
-            proc.stop(timeout=3)
-            self.ctx.running.remove(proc)
+        self.ctx.stop_everything()
+        self.lane.shutdown()
+        if self.reaper is not None:
+            self.reaper.shutdown(wait=True)
+        self.ctx.stop_everything()  # what the preparing lane started while it was stopping
 
+    def close(self) -> None:
+        self.writer.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
-def _raise_interrupted(signum, _frame):
-    raise Interrupted(signal.Signals(signum).name)
-
-
-def acquire_lock(allow: bool):
-    f = LOCK_FILE.open("a+")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip() or "unknown"
-        if not allow:
-            f.close()
-            raise RunError(f"another latency-diff run is going (pid {holder}); two runs on one machine disturb "
-                           "each other's timing. Wait for it, or pass --allow-concurrent.") from None
-        return f
-    f.truncate(0)
-    f.write(str(os.getpid()))
-    f.flush()
-    return f
-
-
-def _utc() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser(__doc__ or "").parse_args(argv)
-    try:
-        if args.list or os.environ.get("LATENCY_DIFF_LIST", "").strip().lower() in ("1", "true", "yes", "on"):
-            for s in discover():
-                print(f"{s.name:16} {s.threading:16} HTTP/{s.http}  {s.display}")
-            return 0
-        settings = resolve(args)
-        last = settings.port + SERVER_PORTS
-        for port in range(settings.port, last + 1):
-            if not port_free(port):
-                holder = port_holder(port)
-                raise RunError(f"port {port} on 127.0.0.1 is already in use{' by ' + holder if holder else ''}; "
-                               f"the run needs ports {settings.port} to {last}: stop that, or choose another "
-                               "with --port")
-        needed = [s.artifact for s in settings.servers] + [agent_jar(), lean.EXECUTABLE]
-        missing = [str(p.relative_to(KIT_ROOT)) for p in dict.fromkeys(needed) if not p.is_file()]
-        if missing:
-            raise RunError(f"missing: {', '.join(missing)}; build with scripts/build.sh")
-        lock = acquire_lock(settings.allow_concurrent)
-        run_dir = new_run_dir(settings.results_dir)
-    except RunError as e:
-        print(f"latency-diff: error: {e}", file=sys.stderr)
-        return 2
-    java = java_executable()
-    print_settings(settings, run_dir.name, java, sys.stderr)
-    run = Run(settings, run_dir, java)
-    # SIGINT too: a run started in the background by a script inherits SIGINT ignored, and `kill -INT` must
-    # still stop it cleanly.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_interrupted)
-    started = _utc()
-    try:
-        run.status("running", started_utc=started, pid=os.getpid())
-        env = envinfo.collect(java, settings.to_dict())
-        env["servers"] = [s.to_dict() for s in [run.dummy] + [st.server for st in run.states]]
-        run.write_json("env.json", env)
-        run.measure()
-    except (KeyboardInterrupt, Interrupted) as e:
-        reason = "interrupted by " + (str(e) if isinstance(e, Interrupted) else "SIGINT")
-        run.stop_all()
-        where = run.stopped_at or run.where
-        run.status("incomplete", started_utc=started, reason=reason, stopped_at=where, ended_utc=_utc())
-        print(f"\nlatency-diff: {reason} during {where['phase']} of {where['server'] or '-'} pair "
-              f"{where['pair'] or '-'}. Finished pairs are kept in {run_dir} (marked incomplete); "
-              f"analyze them with scripts/analyze.py {run_dir}", file=sys.stderr)
-        return 130
-    except OSError as e:  # a full disk, an unwritable results directory, a missing tool
-        run.stop_all()
-        where = run.stopped_at or run.where
-        try:
-            run.status("incomplete", started_utc=started, reason=f"error: {e}", stopped_at=where)
-        except OSError:
-            pass  # the disk may be what failed; the message below still says what happened
-        print(f"latency-diff: error: {e} (during {where['phase']} of {where['server'] or '-'}); finished pairs "
-              f"are kept in {run_dir}", file=sys.stderr)
-        return 1
-    except BaseException as e:
-        run.stop_all()
-        run.status("incomplete", started_utc=started, reason=f"driver error: {e!r}", stopped_at=run.where)
-        raise
-    finally:
-        lock.close()
-        shutil.rmtree(run.agent_dir, ignore_errors=True)
-    run.status("complete", started_utc=started, ended_utc=_utc(), load_average_end=list(os.getloadavg()),
-               seconds=round(time.monotonic() - run.progress.started, 1))
-    print(f"\nlatency-diff: measurements done in {(time.monotonic() - run.progress.started) / 60:.1f} min; raw "
-          f"results in {run_dir}", file=sys.stderr)
-    from . import analyze  # needs the analysis packages (scipy), installed by run-all.sh
-    return analyze.main([str(run_dir)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -75,7 +75,7 @@ def java_info(java: str) -> dict:
     return info
 
 
-def collect(java: str, settings: dict) -> dict:
+def collect(java: str) -> dict:
     """Everything about the machine and the tools that can move the numbers."""
     ab_version = _run(["ab", "-V"])
     governors = sorted({g for g in (_read(f"/sys/devices/system/cpu/cpu{i}/cpufreq/scaling_governor")
@@ -99,5 +99,4 @@ def collect(java: str, settings: dict) -> dict:
         "load_average_start": list(os.getloadavg()),
         "python": platform.python_version(),
         "clock": {"monotonic_resolution_s": time.get_clock_info("monotonic").resolution},
-        "settings": settings,
     }

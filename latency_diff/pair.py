@@ -1,39 +1,37 @@
-"""One process pair: a fresh server beside the round's baseline, both warmed up, then ABBA blocks.
+"""One process pair: each process prepared (started, checked, warmed up), handed over to the measured CPU,
+then measured against the other.
 
-A *round* starts one fresh baseline dummy (port P); each server of the round then gets a fresh
-process (port P+1) beside it, pinned alike. The pair is checked (conformance of the server against
-the baseline's response length), warmed up (requests, then a quiet JIT), and measured in quads of
-four blocks, D S S D then S D D S, per client, the clients taking turns quad by quad. Each block is
-one client process over a fresh connection. Around the measured phase the driver samples both
-processes' CPU and JIT time (/proc) and JVM counters (the agent). Everything raw goes to files of
-the run; the pair's record (pairs.jsonl) names them.
-
-A server's pairs fall in different rounds, so each has a fresh baseline process too: the baseline's
-own between-process variation is in every server's interval.
+Preparing a process is most of a pair's cost (a JVM's start, its warm-up, its JIT), so under shared
+pinning it happens on the other CPU while the measured CPU measures the pair before: the driver's
+*preparing lane* (driver.py). A prepared process's threads are then moved to the measured CPU
+(`hand_over`), and the pair is measured there: the interleaved lean client holds a connection to the
+baseline and one to the server and alternates between them (paired.py); ab, which cannot
+interleave, adds ABBA quads of blocks as a cross-check. Around the measured phase both processes'
+CPU and JIT time (/proc) and JVM counters (the agent) are sampled. Every client output goes to the
+run's blocks file; the pair's record (records.PairRecord) says what happened.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import agent, conformance, paired
+from . import agent, conformance, lean, paired, rundir
+from .abparse import parse as parse_ab
 from .clients import Clients
 from .process import ServerProcess, StartError, pin_threads
-from .samplers import CLOCK_TICKS_PER_S, Sample, delta, jit_ticks
+from .records import BlockRecord, CostRecord, PairRecord, ProcessRecord
+from .samplers import Sample, delta
 from .servers import Server
 from .settings import Settings
+from .warmup import WarmupFailed, warm_up
 
-#: Warm-up: the JIT is done when its compiler threads' CPU time stands still this long (/proc)...
-JIT_QUIET_S = 1.0
-JIT_POLL_S = 0.2
-JIT_SETTLE_MAX_S = 20.0
-#: ...and another round of a fifth of the warm-up follows if it worked more than this share of a round.
-JIT_BUSY_SHARE = 0.01
-WARMUP_ROUNDS = 6
+#: The reference response's body: ab checks its document length against it.
+BODY_BYTES = 10
 
 
 class PairFailed(Exception):
@@ -45,196 +43,240 @@ class PairFailed(Exception):
 
 
 @dataclass
-class Running:
-    """A started, checked and warmed-up process of a pair."""
+class Prepared:
+    """A started, checked and warmed-up process."""
     server: Server
     proc: ServerProcess
     agent_socket: Path | None
-    response_bytes: int
     check: conformance.Result
-    warmup: list[dict] = field(default_factory=list)
+    record: ProcessRecord
+
+    @property
+    def port(self) -> int:
+        assert self.proc.port is not None
+        return self.proc.port
 
 
 @dataclass
 class Context:
     """What every pair of a run shares."""
     s: Settings
-    run_dir: Path
+    writer: rundir.Writer
     java: str
     agent_dir: Path
-    clients: Clients
-    say: Callable[[str], None]
-    where: dict
+    #: The measured CPU's clients, and the preparing lane's (the same CPU when there is no second lane).
+    measure_clients: Clients
+    prepare_clients: Clients
+    #: The CPU processes start and warm up on; the measured CPU (None: not pinned).
+    prepare_cpu: int | None
+    measure_cpu: int | None
     #: Every server process started and not yet stopped, so that an interrupt can stop them all.
     running: list[ServerProcess] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def stop_everything(self) -> None:
+        self.stopping.set()
+        self.measure_clients.stop()
+        self.prepare_clients.stop()
+        with self.lock:
+            procs = list(self.running)
+        for proc in procs:
+            proc.stop(timeout=3)
+        with self.lock:
+            self.running.clear()
 
 
-def start(ctx: Context, server: Server, port: int, tag: str, *, reference_length: int | None,
-          http: str) -> Running:
-    """Starts a server process, checks its response, warms it up. Raises PairFailed (the process stopped)."""
-    ctx.where["phase"] = "start"
+def prepare(ctx: Context, server: Server, port: int, tag: str, *, reference_length: int | None, http: str,
+            where: dict, say: Callable[[str], None]) -> Prepared:
+    """Starts a server process on the preparing CPU, checks its response and warms it up. Raises PairFailed
+    (the process is then stopped)."""
+    t0 = time.monotonic()
+    where.update(server=server.name, phase="start")
     sock = ctx.agent_dir / f"{tag}.sock" if server.is_java else None
-    cpu = ctx.s.server_cpu
-    late = cpu is not None and ctx.s.pin_after_warmup and server.is_java
-    # Pinned late, a JVM must size itself for the one CPU it will run on: its GC and JIT threads, its pools.
-    flags = [*ctx.s.jvm_flags, *(["-XX:ActiveProcessorCount=1"] if late else []),
-             *([agent.jvm_flag(sock)] if sock else [])]
-    proc = ServerProcess(server, port, ctx.run_dir / "logs" / f"{tag}.log", jvm_flags=flags,
-                         cpu=None if late else cpu, java=ctx.java)
-    ctx.running.append(proc)
+    flags = [*ctx.s.jvm_flags, *([agent.jvm_flag(sock)] if sock else [])]
+    proc = ServerProcess(server, port, ctx.writer.live_log(tag), jvm_flags=flags, cpu=ctx.prepare_cpu,
+                         java=ctx.java)
+    with ctx.lock:
+        ctx.running.append(proc)
     try:
-        running = _check_and_warm(ctx, server, proc, sock, port, tag, reference_length, http)
-        if late:
+        if ctx.stopping.is_set():
+            raise PairFailed("start", "the run is stopping")
+        try:
+            proc.start(ctx.s.start_timeout)
+        except StartError as e:
+            raise PairFailed("start", str(e)) from e
+        where["phase"] = "conformance"
+        # The live-Date half of the check needs a second: made after the measured blocks (date_check).
+        result = conformance.check(port, name=server.wire_name, reference_length=reference_length,
+                                   check_date_change=False, http=http)
+        if result.raw:
+            ctx.writer.log("response", tag, result.raw.decode("latin-1"))
+        if not result.ok or result.response_bytes is None:
+            raise PairFailed("conformance", result.summary())
+        record = ProcessRecord(tag=tag, pid=proc.pid, port=port, response_bytes=result.response_bytes)
+        if ctx.s.warmup:
+            where["phase"] = "warmup"
             try:
-                pin_threads(proc.pid, cpu)
-            except OSError as e:
-                raise PairFailed("warmup", f"could not pin the server to CPU {cpu}: {e}") from e
-        return running
+                record.warmup = warm_up(ctx.prepare_clients, proc.pid, port, http, ctx.s.warmup,
+                                        result.response_bytes, sock, ctx.s.settle if server.is_java else "none",
+                                        lambda text: say(f"{tag}: {text}"))
+            except WarmupFailed as e:
+                raise PairFailed("warmup", str(e)) from e
+        record.prepare_s = round(time.monotonic() - t0, 3)
+        return Prepared(server, proc, sock, result, record)
     except BaseException:
-        proc.stop()  # a failed start, check or warm-up leaves nothing running
-        ctx.running.remove(proc)
+        stop(ctx, proc, tag)  # a failed start, check or warm-up leaves nothing running
         raise
 
 
-def _check_and_warm(ctx: Context, server: Server, proc: ServerProcess, sock: Path | None, port: int, tag: str,
-                    reference_length: int | None, http: str) -> Running:
-    try:
-        proc.start(ctx.s.start_timeout)
-    except StartError as e:
-        raise PairFailed("start", str(e)) from e
-    ctx.where["phase"] = "conformance"
-    # The live-Date check needs a second: made after the measured blocks (conformance.check_date_later).
-    result = conformance.check(port, name=server.wire_name, reference_length=reference_length,
-                               check_date_change=False, http=http)
-    if result.raw:
-        (ctx.run_dir / "responses" / f"{tag}.txt").write_bytes(result.raw)
-    if not result.ok or result.response_bytes is None:
-        raise PairFailed("conformance", result.summary())
-    running = Running(server, proc, sock, result.response_bytes, result)
-    if ctx.s.warmup:
-        ctx.where["phase"] = "warmup"
-        _warm_up(ctx, running, port, tag, http)
-    return running
+def hand_over(ctx: Context, p: Prepared) -> None:
+    """Moves every thread of a prepared process to the measured CPU. Raises PairFailed."""
+    cpu = ctx.measure_cpu
+    if cpu is not None and cpu != ctx.prepare_cpu:
+        try:
+            pin_threads(p.proc.pid, cpu)
+        except OSError as e:
+            raise PairFailed("hand-over", f"could not move {p.server.name} to CPU {cpu}: {e}") from e
+    p.record.affinity = affinity(p.proc.pid)
 
 
-def _warm_up(ctx: Context, r: Running, port: int, tag: str, http: str) -> None:
-    """Warm-up requests, then waits for the JIT to finish what they queued; tops up while it was busy.
-
-    Under shared pinning the client and the servers share one CPU, so the JIT compiler threads fall
-    behind the requests: counting requests is not enough. After each round the compiler threads' CPU
-    time must stand still for JIT_QUIET_S; another round of a fifth of the warm-up follows (at most
-    WARMUP_ROUNDS in all) when they used more than JIT_BUSY_SHARE of the round's time. The quick
-    profile skips the waiting.
-    """
-    tick_ms = 1000 / CLOCK_TICKS_PER_S
-    for i in range(1, WARMUP_ROUNDS + 1):
-        n = ctx.s.warmup if i == 1 else max(1, ctx.s.warmup // 5)
-        ctx.say(f"{tag}: warming up ({n:,} requests" + (f", round {i})" if i > 1 else ")"))
-        jit_before, t0 = jit_ticks(r.proc.pid), time.monotonic()
-        out = ctx.run_dir / "warmup" / f"{tag}-w{i}.json"
-        problem = ctx.clients.lean(port, http, n, 0, out, r.response_bytes)
-        if problem:
-            raise PairFailed("warmup", problem)
-        if not r.server.is_java or not ctx.s.wait_for_jit:
-            return
-        settle_s, jit_after = _settle_jit(r.proc.pid)
-        wall_ms = (time.monotonic() - t0) * 1000
-        jit_ms = (jit_after - jit_before) * tick_ms
-        r.warmup.append({"requests": n, "jit_cpu_ms": round(jit_ms), "settle_s": round(settle_s, 2),
-                         "wall_ms": round(wall_ms)})
-        if jit_ms <= JIT_BUSY_SHARE * wall_ms:
-            return
+@dataclass
+class Plan:
+    """What one pair measures: the interleaved client's segments, and ab's quads."""
+    segments: int
+    ab_quads: int
 
 
-def _settle_jit(pid: int) -> tuple[float, int]:
-    """Waits until the JIT threads' CPU time stands still for JIT_QUIET_S (at most JIT_SETTLE_MAX_S);
-    returns the seconds waited and the ticks then."""
-    start_t = last_change = time.monotonic()
-    last = jit_ticks(pid)
-    while time.monotonic() - last_change < JIT_QUIET_S and time.monotonic() - start_t < JIT_SETTLE_MAX_S:
-        time.sleep(JIT_POLL_S)
-        now = jit_ticks(pid)
-        if now != last:
-            last, last_change = now, time.monotonic()
-    return time.monotonic() - start_t, last
+def measure(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, plan: Plan, http: str,
+            where: dict, say: Callable[[str], None]) -> list[paired.Unit]:
+    """The pair's measured phase; writes its blocks and fills rec.costs, rec.interleave and rec.seconds["measure"].
+    Returns the headline client's units (for the schedule). Raises PairFailed on a block that does not count.
 
-
-def block_plan(quads: int, clients: tuple[str, ...]) -> list[tuple[str, int, int, str]]:
-    """(client, quad, slot, target) of every block of a pair, in the order they run: per quad number,
-    each client's four blocks (ABBA, BAAB, ...), the clients taking turns going first."""
-    plan = []
-    for q in range(quads):
-        order = clients if q % 2 == 0 else tuple(reversed(clients))
-        for client in order:
-            for slot, target in enumerate(paired.quad_order(q)):
-                plan.append((client, q, slot, target))
-    return plan
-
-
-def measure(ctx: Context, base: Running, srv: Running, entry: dict, quads: int, http: str) -> None:
-    """The pair's blocks; fills entry["blocks"] and entry["costs"]. Raises PairFailed on a bad block."""
-    ctx.where["phase"] = "measure"
+    The costs (CPU, JIT, allocation per request) cover the headline client's part: the interleaved client's
+    requests, or ab's blocks when ab is the only client."""
+    where["phase"] = "measure"
     s = ctx.s
-    clients = tuple(c for c in s.clients if c == "lean" or http == "1.0")  # ab speaks HTTP/1.0 only
-    ports = {"base": base.proc.port, "server": srv.proc.port}
-    lengths = {"base": base.response_bytes, "server": srv.response_bytes}
-    served = {"base": 0, "server": 0}
-    name = srv.server.name
-    folder = ctx.run_dir / "blocks" / name
-    folder.mkdir(parents=True, exist_ok=True)
-    blocks = entry["blocks"] = []
-    plan = block_plan(quads, clients)
-    before = {"base": Sample(base.proc.pid, base.agent_socket), "server": Sample(srv.proc.pid, srv.agent_socket)}
+    clients = s.clients if http == "1.0" else tuple(c for c in s.clients if c != "ab")  # ab speaks HTTP/1.0 only
+    units: dict[str, list[paired.Unit]] = {}
     t0 = time.monotonic()
-    for i, (client, q, slot, target) in enumerate(plan, 1):
-        ctx.say(f"{entry['tag']}: block {i}/{len(plan)} ({client}, {target})")
-        stem = f"p{entry['pair']}-{client}-q{q}-{slot}{target[0]}"
-        rel = f"blocks/{name}/{stem}." + ("json" if client == "lean" else "txt")
-        if client == "lean":
-            problem = ctx.clients.lean(ports[target], http, s.block_requests, s.block_warmup, ctx.run_dir / rel,
-                                       lengths[target])
-            served[target] += s.block_requests + s.block_warmup
+    if "lean" in clients:
+        requests = plan.segments * s.segment
+        rec.interleave = {"requests": requests, "run": s.run_length, "segment": s.segment, "warmup": s.pair_warmup}
+        say(f"{rec.server} pair {rec.pair}: lean client, {requests:,} requests to each in runs of {s.run_length}")
+        with _Costs(base, srv, rec, requests + s.pair_warmup):
+            out = ctx.measure_clients.interleaved(base.port, srv.port, http, requests, s.run_length, s.segment,
+                                                  s.pair_warmup, {"base": base.record.response_bytes,
+                                                                  "server": srv.record.response_bytes})
+        if out.data is not None:
+            ctx.writer.block(BlockRecord(rec.server, rec.pair, "lean-pair", out.data, stderr=out.stderr))
+        _check_alive(base, srv)
+        if out.problem:
+            raise PairFailed("measure", f"lean client: {out.problem}")
+        run = lean.parse_pair(out.data)  # type: ignore[arg-type]
+        units["lean"] = [segment_unit(g) for g in run.segments]
+    if "ab" in clients and plan.ab_quads:
+        if units:
+            units["ab"] = _ab_quads(ctx, base, srv, rec, plan.ab_quads, say)
         else:
-            problem = ctx.clients.ab(ports[target], s.block_requests, ctx.run_dir / rel, lengths[target])
-            served[target] += s.block_requests
-        blocks.append({"client": client, "quad": q, "slot": slot, "target": target, "file": rel})
-        for r in (base, srv):  # a crash explains a failed block better than the client's view of it
-            if not r.proc.alive():
-                raise PairFailed("measure", f"{r.server.name} exited with status {r.proc.proc.returncode} during "
-                                 f"the blocks: {r.proc.log_tail(5)}")
-        if problem:
-            who = "the baseline" if target == "base" else name
-            raise PairFailed("measure", f"{client} block against {who}: {problem}")
-    wall = time.monotonic() - t0
-    entry["costs"] = {who: delta(before[who], Sample(r.proc.pid, r.agent_socket), served[who], wall)
-                      for who, r in (("base", base), ("server", srv))}
-    entry["measure_s"] = round(wall, 3)
+            with _Costs(base, srv, rec, 2 * plan.ab_quads * s.ab_requests):
+                units["ab"] = _ab_quads(ctx, base, srv, rec, plan.ab_quads, say)
+    rec.seconds["measure"] = round(time.monotonic() - t0, 3)
+    return units.get(s.primary_client) or next(iter(units.values()), [])
 
 
-def date_check(ctx: Context, r: Running) -> None:
+class _Costs:
+    """Samples both processes around a phase in which each served `requests`; fills rec.costs."""
+
+    def __init__(self, base: Prepared, srv: Prepared, rec: PairRecord, requests: int):
+        self.procs = {"base": base, "server": srv}
+        self.rec, self.requests = rec, requests
+
+    def __enter__(self) -> None:
+        self.before = {who: Sample(p.proc.pid, p.agent_socket) for who, p in self.procs.items()}
+        self.t0 = time.monotonic()
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is not None:
+            return
+        wall = time.monotonic() - self.t0
+        self.rec.costs = {who: CostRecord(**delta(self.before[who], Sample(p.proc.pid, p.agent_socket), self.requests,
+                                                  wall)) for who, p in self.procs.items()}
+
+
+def _ab_quads(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, quads: int,
+              say: Callable[[str], None]) -> list[paired.Unit]:
+    """ABBA quads of ab blocks (each a fresh ab process and connection); their units."""
+    n = ctx.s.ab_requests
+    procs = {"base": base, "server": srv}
+    units = []
+    for q in range(quads):
+        order = paired.quad_order(q)
+        values, plains = [], []
+        for slot, target in enumerate(order):
+            say(f"{rec.server} pair {rec.pair}: ab block {4 * q + slot + 1}/{4 * quads} ({target})")
+            p = procs[target]
+            out = ctx.measure_clients.ab(p.port, n, p.record.response_bytes, BODY_BYTES)
+            if out.data is not None:
+                ctx.writer.block(BlockRecord(rec.server, rec.pair, "ab", out.data, quad=q, slot=slot, target=target,
+                                             stderr=out.stderr))
+            _check_alive(base, srv)
+            if out.problem:
+                who = "the baseline" if target == "base" else rec.server
+                raise PairFailed("measure", f"ab block against {who}: {out.problem}")
+            run = parse_ab(out.data)  # type: ignore[arg-type]
+            values.append(run.block_rtt_ns)
+            plains.append(run.rtt_ns)
+        units.append(paired.quad_unit(order, values, plains))
+    return units
+
+
+def segment_unit(segment: dict[str, lean.SegmentSide]) -> paired.Unit:
+    """An interleaved segment as a unit: each side's trimmed mean, and its plain mean."""
+    b, s = segment["base"], segment["server"]
+    return paired.Unit(paired.trimmed_mean(b.histogram), paired.trimmed_mean(s.histogram), b.mean_ns, s.mean_ns)
+
+
+def _check_alive(*procs: Prepared) -> None:
+    """A crash explains a failed block better than the client's view of it."""
+    for p in procs:
+        if not p.proc.alive():
+            raise PairFailed("measure", f"{p.server.name} exited with status {p.proc.proc.returncode} during the "
+                             f"measurement: {p.proc.log_tail(5)}")
+
+
+def date_check(p: Prepared, where: dict) -> None:
     """The live-Date half of conformance (needs a second since the first check): once per server and run."""
-    ctx.where["phase"] = "date check"
-    problem = conformance.check_date_later(r.proc.port, r.check)  # in the HTTP version of the first check
+    where["phase"] = "date check"
+    problem = conformance.check_date_later(p.port, p.check)  # in the HTTP version of the first check
     if problem:
         raise PairFailed("conformance", problem)
 
 
-def stop(ctx: Context, r: Running | ServerProcess | None) -> int | None:
-    """Stops a process of the pair (SIGTERM, then SIGKILL) and waits until its port is free."""
-    if r is None:
+def stop(ctx: Context, proc: ServerProcess | None, tag: str) -> int | None:
+    """Stops a process (SIGTERM, then SIGKILL), packs its log into the run; returns its exit status. A process on
+    the measured CPU is first moved to the preparing CPU, so that its shutdown does not run where the next pair
+    is measured."""
+    if proc is None:
         return None
-    proc = r.proc if isinstance(r, Running) else r
+    if proc.alive() and ctx.prepare_cpu is not None and ctx.prepare_cpu != ctx.measure_cpu:
+        try:
+            pin_threads(proc.pid, ctx.prepare_cpu)
+        except OSError:
+            pass  # exiting meanwhile: nothing left to move
     status = proc.stop()
-    if proc in ctx.running:
-        ctx.running.remove(proc)
+    with ctx.lock:
+        if proc in ctx.running:
+            ctx.running.remove(proc)
+    ctx.writer.pack_log(tag)
     return status
 
 
-def affinity(r: Running) -> list[int] | None:
-    """The CPUs any of the server's threads may run on (one, when it is pinned)."""
+def affinity(pid: int | None) -> list[int] | None:
+    """The CPUs any of a process's threads may run on (one, when it is pinned)."""
     cpus: set[int] = set()
     try:
-        for tid in os.listdir(f"/proc/{r.proc.pid}/task"):
+        for tid in os.listdir(f"/proc/{pid}/task"):
             try:
                 cpus |= os.sched_getaffinity(int(tid))
             except ProcessLookupError:

@@ -57,7 +57,6 @@ class ServerProcess:
     def __init__(self, server: Server, port: int, log_path: Path, *, jvm_flags: list[str] | None = None,
                  cpu: int | None = None, host: str = "127.0.0.1", java: str | None = None):
         self.server = server
-        self.requested_port = port
         self.port: int | None = None
         self.log_path = log_path
         self.command = taskset_prefix(cpu) + server.command(java or java_executable(), jvm_flags or [], port, host)
@@ -66,6 +65,10 @@ class ServerProcess:
         self._tail: deque[str] = deque(maxlen=40)
         self._own: deque[str] = deque(maxlen=5)  # one-line reasons, kept even after a long crash report
         self._reader: threading.Thread | None = None
+        # start() and stop() may run on different threads (a run's interrupt stops a process another thread is
+        # starting): a process stopped before it started never starts.
+        self._lifecycle = threading.Lock()
+        self._stopped = False
 
     @property
     def pid(self) -> int | None:
@@ -79,12 +82,15 @@ class ServerProcess:
             raise StartError(f"{self.server.name}: needs '{self.server.interpreter}', which is not on PATH"
                              + (f"; install it with: {self.server.install}" if self.server.install else ""))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("w", encoding="utf-8", errors="replace")
-        log.write("$ " + " ".join(self.command) + "\n")
-        log.flush()
-        self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True, text=True,
-                                     errors="replace")
+        with self._lifecycle:
+            if self._stopped:
+                raise StartError(f"{self.server.name}: stopped before it started")
+            log = self.log_path.open("w", encoding="utf-8", errors="replace")
+            log.write("$ " + " ".join(self.command) + "\n")
+            log.flush()
+            self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True, text=True,
+                                         errors="replace")
         self._reader = threading.Thread(target=self._read, args=(log,), daemon=True)
         self._reader.start()
         deadline = time.monotonic() + timeout
@@ -127,6 +133,8 @@ class ServerProcess:
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
         """SIGTERM to the process group, SIGKILL after the timeout; returns the exit status."""
+        with self._lifecycle:
+            self._stopped = True
         if self.proc is None:
             return None
         if self.proc.poll() is None:

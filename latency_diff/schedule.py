@@ -1,11 +1,12 @@
-"""The schedule: which servers the next round measures, how many quads their next pair gets, when to stop.
+"""The schedule: which servers the next round measures, how many segments their next pair gets, when to stop.
 
 Every server gets --min-pairs process pairs, one per round, in an order that rotates from round to
 round. After that, a server gets another pair in the next round while its diff's interval is wider
 than the precision target, it has had fewer than --max-pairs, and another pair (at the mean cost of
-its pairs so far) still fits in its --budget. The quads per pair follow the measured variances
-(paired.optimal_quads): pairs where the JVM-to-JVM spread dominates get fewer quads, so that the
-time goes to more pairs.
+its pairs so far) still fits in its --budget. Diffs are scaled to the run's reference baseline round
+trip so far (paired.py), as the analysis will scale them. The segments per pair follow the measured
+variances (paired.optimal_units): where the JVM-to-JVM spread dominates, a pair gets fewer segments,
+so that the time goes to more pairs.
 """
 
 from __future__ import annotations
@@ -15,68 +16,85 @@ from dataclasses import dataclass, field
 
 from . import paired, stats
 from .servers import Server
-from .settings import MAX_QUADS, MIN_QUADS, Settings
+from .settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
 
 
 @dataclass
 class ServerState:
     server: Server
-    quads: int
-    #: The headline client's quad diffs of each measured pair (ns).
-    pair_quads: list[list[float]] = field(default_factory=list)
+    segments: int
+    #: The headline client's units of each measured pair.
+    pair_units: list[list[paired.Unit]] = field(default_factory=list)
+    #: Each measured pair's time on the measured CPU, and the part of it spent measuring.
     pair_seconds: list[float] = field(default_factory=list)
-    quad_seconds: list[float] = field(default_factory=list)
+    measure_seconds: list[float] = field(default_factory=list)
+    #: Seconds of the measured CPU's time this server has used (its pairs, and its pairs that failed).
     spent: float = 0.0
     failed: str | None = None
+    #: Processes started for it so far (a process prepared ahead may go unmeasured).
+    processes: int = 0
 
     @property
-    def estimates(self) -> list[float]:
-        return [paired.pair_estimate(q) for q in self.pair_quads]
+    def pairs(self) -> int:
+        return len(self.pair_units)
 
-    def interval(self) -> stats.Summary | None:
-        return stats.summarize(self.estimates) if self.estimates else None
+    def estimates(self, ref_ns: float) -> list[float]:
+        return [paired.estimate(u).scaled_ns(ref_ns) for u in self.pair_units]
 
-    def met(self, s: Settings) -> bool:
-        iv = self.interval()
+    def interval(self, ref_ns: float | None) -> stats.Summary | None:
+        return stats.summarize(self.estimates(ref_ns)) if self.pair_units and ref_ns else None
+
+    def met(self, s: Settings, ref_ns: float | None) -> bool:
+        iv = self.interval(ref_ns)
         return iv is not None and paired.target_met(iv, s.precision_floor * 1000, s.precision / 100)
 
-    def wants_more(self, s: Settings) -> bool:
-        n = len(self.pair_quads)
+    def wants_more(self, s: Settings, ref_ns: float | None) -> bool:
         if self.failed:
             return False
-        if n < s.min_pairs:
+        if self.pairs < s.min_pairs:
             return True
-        if n >= s.max_pairs or self.met(s) or not self.pair_seconds:
+        if self.pairs >= s.max_pairs or self.met(s, ref_ns) or not self.pair_seconds:
             return False
         return self.spent + statistics.fmean(self.pair_seconds) <= s.budget
 
-    def record(self, quad_diffs: list[float], pair_s: float, measure_s: float, quads_run: int) -> None:
-        """A measured pair: its quad diffs, its time, and the quads for the next one (Kalibera and Jones)."""
-        self.pair_quads.append(quad_diffs)
+    def record(self, units: list[paired.Unit], pair_s: float, measure_s: float, ref_ns: float) -> None:
+        """A measured pair: its units, its time, and the segments for the next one (Kalibera and Jones)."""
+        self.pair_units.append(units)
         self.pair_seconds.append(pair_s)
-        self.quad_seconds.append(measure_s / max(quads_run, 1))
-        within = paired.within_variance(self.pair_quads)
-        between = paired.between_variance(self.pair_quads, within)
-        quad_s = statistics.fmean(self.quad_seconds)
-        setup_s = max(statistics.fmean(self.pair_seconds) - quad_s * statistics.fmean(len(q) for q in self.pair_quads),
-                      0.0)
-        self.quads = paired.optimal_quads(within, between, setup_s, quad_s, MIN_QUADS, MAX_QUADS, self.quads)
+        self.measure_seconds.append(measure_s)
+        scaled = [paired.unit_scaled(u, ref_ns) for u in self.pair_units]
+        within = paired.within_variance(scaled)
+        between = paired.between_variance(scaled, within)
+        unit_s = sum(self.measure_seconds) / max(sum(len(u) for u in self.pair_units), 1)
+        setup_s = max(statistics.fmean(self.pair_seconds) - statistics.fmean(self.measure_seconds), 0.0)
+        self.segments = paired.optimal_units(within, between, setup_s, unit_s, MIN_SEGMENTS, MAX_SEGMENTS,
+                                             self.segments)
 
-    def status(self, s: Settings) -> str:
-        iv = self.interval()
+    def status(self, s: Settings, ref_ns: float | None) -> str:
+        iv = self.interval(ref_ns)
         if self.failed:
             return "failed"
         if iv is None or iv.half_width is None:
-            return f"{len(self.pair_quads)} pair(s), no interval yet"
+            return f"{self.pairs} pair(s), no interval yet"
         goal = paired.target_ns(iv.mean, s.precision_floor * 1000, s.precision / 100)
         return (f"{iv.mean / 1000:.2f} ± {iv.half_width / 1000:.2f} us after {iv.n} pairs (target ±{goal / 1000:.2f}: "
                 + ("met)" if iv.half_width <= goal else "not yet)"))
 
 
-def next_round(states: list[ServerState], s: Settings, round_no: int) -> list[ServerState]:
-    """The servers of round `round_no` (1-based), in an order rotated by one each round."""
-    wanted = [st for st in states if st.wants_more(s)]
-    if not wanted:
-        return []
-    k = (round_no - 1) % len(wanted)
-    return wanted[k:] + wanted[:k]
+@dataclass
+class Schedule:
+    states: list[ServerState]
+
+    def reference_ns(self) -> float | None:
+        """The reference baseline round trip of the pairs so far (the analysis takes it over all of them)."""
+        bases = [paired.estimate(u).base_ns for st in self.states for u in st.pair_units]
+        return paired.reference_ns(bases) if bases else None
+
+    def next_round(self, s: Settings, round_no: int) -> list[ServerState]:
+        """The servers of round `round_no` (1-based), in an order rotated by one each round."""
+        ref = self.reference_ns()
+        wanted = [st for st in self.states if st.wants_more(s, ref)]
+        if not wanted:
+            return []
+        k = (round_no - 1) % len(wanted)
+        return wanted[k:] + wanted[:k]

@@ -4,7 +4,7 @@ This is the one place that knows where servers live. The driver, the tests and t
 the Maven reactor (the root pom.xml's <modules>) is checked against it, so adding a server is one new
 folder plus the one <module> line that the check names.
 
-Usage: python3 -m latency_diff.servers list | names | jars | check-reactor
+Usage: python3 -m latency_diff.servers list | names | jars | modules [--servers LIST] | check-reactor
 """
 
 from __future__ import annotations
@@ -295,11 +295,21 @@ def reactor_problems(root: Path = KIT_ROOT) -> list[str]:
     return problems
 
 
+def build_modules(servers: list[Server], root: Path = KIT_ROOT) -> list[tuple[str, Path]]:
+    """(root-relative folder, the jar it builds) of each Maven module the servers' jars come from, with the agent
+    every Java server runs with: what `./mvnw -pl ... -am` must build for a run of just these servers."""
+    jars = {s.module_dir: s.jar for s in servers if s.is_java}
+    return [("agent", agent_jar()), *((d.relative_to(root).as_posix(), jars[d]) for d in sorted(jars))]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("list", "names", "jars", "check-reactor"),
+    parser.add_argument("what", choices=("list", "names", "jars", "modules", "check-reactor"),
                         help="list: a table of servers; names: one name a line; jars: the jar of each module; "
-                             "check-reactor: check that the root pom.xml builds every module folder")
+                             "modules: the Maven modules a run of --servers needs and their jars, one a line; "
+                             "check-reactor: check "
+                             "that the root pom.xml builds every module folder")
+    parser.add_argument("--servers", metavar="LIST", help="modules: the servers of the run (default: all)")
     args = parser.parse_args(argv)
     try:
         servers = discover()
@@ -310,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(s.name for s in servers))
         elif args.what == "jars":
             print("\n".join(dict.fromkeys([*(str(s.jar) for s in servers if s.is_java), str(agent_jar())])))
+        elif args.what == "modules":
+            print("\n".join(f"{m} {jar}" for m, jar in build_modules(select(servers, args.servers))))
         else:
             problems = reactor_problems()
             if problems:

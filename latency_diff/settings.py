@@ -15,21 +15,24 @@ from pathlib import Path
 from . import KIT_ROOT
 from .servers import Server, ServerError, discover, select
 
-#: Profiles. warmup: requests per server process before measuring (then the JIT must be quiet);
-#: block_requests/block_warmup: timed and untimed requests of one block; quads: ABBA quads per client
-#: in a process pair (adapted per server from its measured variances); pairs: the least and most
-#: process pairs per server; budget: seconds per server after which no new pair starts; pin_after_warmup: JVMs
-#: start and warm up on every CPU (seeing one, as when pinned) and are pinned before the blocks, which halves the
-#: start-up of the heavier frameworks; the default pins from the start (docs/targets.md: no warm-up got shorter).
+#: Profiles. warmup: requests per server process before measuring (then the JIT must be done, `settle`);
+#: run_length / segment / segments: the interleaved lean client's runs of requests to one process, its
+#: requests per process in a segment (a unit), and the segments of a first pair (later pairs adapt it to the
+#: measured variances); pair_warmup: untimed requests to each process as a pair's client connects; ab_quads /
+#: ab_requests: ab's ABBA quads per pair and requests per block; pairs: the least and most process pairs per
+#: server; budget: seconds per server after which no new pair starts for it.
 PROFILES: dict[str, dict] = {
-    "default": {"warmup": 100_000, "block_requests": 4_000, "block_warmup": 200, "quads": 6, "min_pairs": 3,
-                "max_pairs": 12, "budget": 75.0, "wait_for_jit": True, "pin_after_warmup": False},
-    # A smoke run: one pair per server, one quad per client, no waiting for the JIT (not for comparing).
-    "quick": {"warmup": 1_000, "block_requests": 500, "block_warmup": 50, "quads": 1, "min_pairs": 1,
-              "max_pairs": 1, "budget": 0.0, "wait_for_jit": False, "pin_after_warmup": True},
-    # The 2014 study's run length: one pair, one quad of 10,000,000-request blocks, no warm-up.
-    "original": {"warmup": 0, "block_requests": 10_000_000, "block_warmup": 0, "quads": 1, "min_pairs": 1,
-                 "max_pairs": 1, "budget": 0.0, "wait_for_jit": False, "pin_after_warmup": False},
+    "default": {"warmup": 100_000, "settle": "queue", "run_length": 256, "segment": 4096, "segments": 8,
+                "pair_warmup": 1000, "ab_quads": 1, "ab_requests": 4_000, "min_pairs": 3, "max_pairs": 40,
+                "budget": 75.0},
+    # A smoke run: one pair per server, a short segment, no waiting for the JIT (not for comparing).
+    "quick": {"warmup": 1_000, "settle": "none", "run_length": 256, "segment": 1024, "segments": 4,
+              "pair_warmup": 50, "ab_quads": 1, "ab_requests": 500, "min_pairs": 1, "max_pairs": 1, "budget": 0.0},
+    # The 2014 study's run length with its client: one pair, one ABBA quad of 10,000,000-request ab blocks, no
+    # warm-up (it differs from the study in measuring each server beside a dummy, in ABBA order, pinned).
+    "original": {"warmup": 0, "settle": "none", "run_length": 256, "segment": 4096, "segments": 1, "pair_warmup": 0,
+                 "ab_quads": 1, "ab_requests": 10_000_000, "min_pairs": 1, "max_pairs": 1, "budget": 0.0,
+                 "client": "ab"},
 }
 DEFAULT_JVM_FLAGS = "-Xms512m -Xmx512m -XX:+AlwaysPreTouch"
 CLIENTS = {"ab": ("ab",), "lean": ("lean",), "both": ("lean", "ab")}
@@ -38,8 +41,8 @@ PINNINGS = ("split", "shared", "none")
 DEFAULT_PINNING = "shared"
 HTTP_MODES = ("auto", "1.1")
 ENV_PREFIX = "LATENCY_DIFF_"
-#: Quads per pair are adapted within these bounds (Kalibera and Jones allocation, paired.optimal_quads).
-MIN_QUADS, MAX_QUADS = 2, 16
+#: Segments per pair are adapted within these bounds (Kalibera and Jones allocation, paired.optimal_units).
+MIN_SEGMENTS, MAX_SEGMENTS = 4, 32
 
 
 class RunError(Exception):
@@ -51,31 +54,41 @@ class Settings:
     servers: list[Server]
     profile: str
     warmup: int
-    block_requests: int
-    block_warmup: int
-    quads: int
+    settle: str
+    run_length: int
+    segment: int
+    segments: int
+    pair_warmup: int
+    ab_quads: int
+    ab_requests: int
     min_pairs: int
     max_pairs: int
     budget: float
     precision: float
     precision_floor: float
-    wait_for_jit: bool
     client: str
     http: str
     pinning: str
     client_cpu: int | None
     server_cpu: int | None
+    #: The CPU server processes start and warm up on while the measured CPU measures (shared pinning with a
+    #: second CPU); None: they are prepared where they are measured, one after the other.
+    prepare_cpu: int | None
     port: int
     jvm_flags: list[str]
     results_dir: Path
     start_timeout: float
     allow_concurrent: bool
     sources: dict[str, str]
-    pin_after_warmup: bool = False
 
     @property
     def clients(self) -> tuple[str, ...]:
         return CLIENTS[self.client]
+
+    @property
+    def primary_client(self) -> str:
+        """The client whose diffs are the headline: the interleaved lean client when it measures, else ab."""
+        return "lean" if "lean" in self.clients else "ab"
 
     def server_http(self, server: Server) -> str:
         """The HTTP version a server (and its baseline) is measured with in this run."""
@@ -84,23 +97,25 @@ class Settings:
     def to_dict(self) -> dict:
         return {
             "servers": [s.name for s in self.servers], "profile": self.profile, "warmup": self.warmup,
-            "block_requests": self.block_requests, "block_warmup": self.block_warmup, "quads": self.quads,
-            "min_pairs": self.min_pairs, "max_pairs": self.max_pairs, "budget_s": self.budget,
-            "precision_pct": self.precision, "precision_floor_us": self.precision_floor,
-            "wait_for_jit": self.wait_for_jit, "clients": list(self.clients), "http": self.http,
-            "pinning": self.pinning, "client_cpu": self.client_cpu, "server_cpu": self.server_cpu,
-            "port": self.port, "jvm_flags": self.jvm_flags, "results_dir": str(self.results_dir),
-            "start_timeout_s": self.start_timeout, "allow_concurrent": self.allow_concurrent,
-            "sources": self.sources, "pin_after_warmup": self.pin_after_warmup,
+            "settle": self.settle, "run_length": self.run_length, "segment": self.segment,
+            "segments": self.segments, "pair_warmup": self.pair_warmup, "ab_quads": self.ab_quads,
+            "ab_requests": self.ab_requests, "min_pairs": self.min_pairs, "max_pairs": self.max_pairs,
+            "budget_s": self.budget, "precision_pct": self.precision, "precision_floor_us": self.precision_floor,
+            "clients": list(self.clients), "http": self.http, "pinning": self.pinning, "client_cpu": self.client_cpu,
+            "server_cpu": self.server_cpu, "prepare_cpu": self.prepare_cpu, "port": self.port,
+            "jvm_flags": self.jvm_flags, "results_dir": str(self.results_dir), "start_timeout_s": self.start_timeout,
+            "allow_concurrent": self.allow_concurrent, "sources": self.sources,
         }
 
 
 def build_parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="run-all.sh", description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Profiles (warm-up / block requests / quads per pair / pairs min-max / budget per server): " + "; ".join(
-            f"{k}: {v['warmup']:,} / {v['block_requests']:,} / {v['quads']} / {v['min_pairs']}-{v['max_pairs']} / "
-            f"{v['budget']:.0f} s" for k, v in PROFILES.items())
+        epilog="Profiles (warm-up / segments x segment in a first pair / runs of / ab quads x requests / pairs "
+        "min-max / budget per server): " + "; ".join(
+            f"{k}: {v['warmup']:,} / {v['segments']} x {v['segment']:,} / {v['run_length']} / {v['ab_quads']} x "
+            f"{v['ab_requests']:,} / {v['min_pairs']}-{v['max_pairs']} / {v['budget']:.0f} s"
+            for k, v in PROFILES.items())
         + f". Every option is also a variable {ENV_PREFIX}<OPTION> (e.g. {ENV_PREFIX}BUDGET=120, "
           f"{ENV_PREFIX}QUICK=1); a flag wins.")
     p.add_argument("--servers", metavar="LIST", help="comma-separated server names (default: all); the baseline "
@@ -113,21 +128,32 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                    "diff's 95%% half-width is at most PCT%% of the diff (or --precision-floor) (default 5)")
     p.add_argument("--precision-floor", type=float, metavar="US", help="...or at most this many microseconds, "
                    "whichever is larger (default 0.5)")
-    p.add_argument("--budget", type=float, metavar="S", help="seconds per server after which no new process pair "
-                   "starts for it (default: per profile, 75)")
+    p.add_argument("--budget", type=float, metavar="S", help="seconds of the measured CPU per server after which no "
+                   "new process pair starts for it (default: per profile, 75)")
     p.add_argument("--min-pairs", type=int, metavar="N", help="process pairs every server gets (default: per profile)")
     p.add_argument("--max-pairs", type=int, metavar="N", help="process pairs a server gets at most (default: per "
                    "profile)")
-    p.add_argument("--quads", type=int, metavar="N", help="ABBA quads per client in a server's first process pair; "
-                   "later pairs adapt it to the measured variances (default: per profile)")
-    p.add_argument("--block-requests", type=int, metavar="N", help="timed requests in one block (default: per "
-                   "profile)")
-    p.add_argument("--block-warmup", type=int, metavar="N", help="untimed requests that open each lean block's "
-                   "connection (default: per profile)")
-    p.add_argument("--warmup", type=int, metavar="N", help="requests each server process gets before its blocks; "
-                   "then the driver waits for its JIT to go quiet (default: per profile)")
-    p.add_argument("--client", choices=sorted(CLIENTS), help="which client measures: lean (the kit's C client, the "
-                   "headline), ab (the study's) or both, in alternating quads (default both)")
+    p.add_argument("--segments", type=int, metavar="N", help="segments (units) of the interleaved client in a "
+                   "server's first pair; later pairs adapt it to the measured variances (default: per profile)")
+    p.add_argument("--segment", type=int, metavar="N", help="requests to each process in one segment, a multiple "
+                   "of 2 x --run-length (default: per profile)")
+    p.add_argument("--run-length", type=int, metavar="N", help="requests in a row to one process before the "
+                   "interleaved client turns to the other, in ABBA order (default: per profile)")
+    p.add_argument("--pair-warmup", type=int, metavar="N", help="untimed requests to each process as a pair's "
+                   "client connects (default: per profile)")
+    p.add_argument("--ab-quads", type=int, metavar="N", help="ABBA quads of ab blocks per pair, the cross-check "
+                   "(default: per profile)")
+    p.add_argument("--ab-requests", type=int, metavar="N", help="requests in one ab block (default: per profile)")
+    p.add_argument("--warmup", type=int, metavar="N", help="requests each server process gets before it is "
+                   "measured (default: per profile)")
+    p.add_argument("--settle", choices=("queue", "cpu", "none"), help="how a warm-up waits for the JIT: until its "
+                   "compile queue is empty (queue), until its compiler threads' CPU time stands still for 1 s (cpu), "
+                   "or not (none) (default: per profile)")
+    p.add_argument("--prepare-ahead", choices=("auto", "on", "off"), help="start and warm up the next pair's "
+                   "processes on another CPU while the measured CPU measures (auto: under shared pinning when a "
+                   "second CPU is usable) (default auto)")
+    p.add_argument("--client", choices=sorted(CLIENTS), help="which client measures: lean (the kit's interleaved C "
+                   "client, the headline), ab (the study's, in ABBA quads of blocks) or both (default both)")
     p.add_argument("--http", choices=HTTP_MODES, help="auto: ab's HTTP/1.0 keep-alive request, or HTTP/1.1 for "
                    "servers whose metadata says so; 1.1: every server over HTTP/1.1, lean client only "
                    "(default auto)")
@@ -176,7 +202,7 @@ def non_negative(value: str | int | float) -> float:
     return x
 
 
-def knob(args: argparse.Namespace, name: str, default, sources: dict[str, str], convert=str):
+def setting(args: argparse.Namespace, name: str, default, sources: dict[str, str], convert=str):
     """A setting from its flag, else its LATENCY_DIFF_ variable, else the default; notes where it came from."""
     cli = getattr(args, name)
     env_name = ENV_PREFIX + name.upper()
@@ -251,51 +277,75 @@ def _choice(options: tuple[str, ...] | dict, what: str):
     return convert
 
 
+def prepare_cpu(mode: str, pinning: str, measured: int | None) -> int | None:
+    """The CPU that prepares processes while `measured` measures: another usable CPU, under shared pinning."""
+    if mode == "off":
+        return None
+    others = [c for c in sorted(os.sched_getaffinity(0)) if c != measured]
+    if pinning == "shared" and others:
+        return others[0]
+    if mode == "on":
+        raise RunError("--prepare-ahead on needs --pinning shared and a second usable CPU (split pinning uses it for "
+                       "the client; none pins nothing)")
+    return None
+
+
 def resolve(args: argparse.Namespace) -> Settings:
     sources: dict[str, str] = {}
-    quick = knob(args, "quick", False, sources, parse_bool)
-    profile = "quick" if quick else knob(args, "profile", "default", sources, _choice(PROFILES, "profile"))
+    quick = setting(args, "quick", False, sources, parse_bool)
+    profile = "quick" if quick else setting(args, "profile", "default", sources, _choice(PROFILES, "profile"))
     if quick:
         sources["profile"] = sources["quick"]
     prof = PROFILES[profile]
     try:
-        servers = select(discover(), knob(args, "servers", None, sources))
+        servers = select(discover(), setting(args, "servers", None, sources))
     except ServerError as e:
         raise RunError(str(e)) from e
     s = Settings(
         servers=servers, profile=profile,
-        warmup=int(knob(args, "warmup", prof["warmup"], sources, non_negative)),
-        block_requests=knob(args, "block_requests", prof["block_requests"], sources, positive),
-        block_warmup=int(knob(args, "block_warmup", prof["block_warmup"], sources, non_negative)),
-        quads=knob(args, "quads", prof["quads"], sources, positive),
-        min_pairs=knob(args, "min_pairs", prof["min_pairs"], sources, positive),
-        max_pairs=knob(args, "max_pairs", prof["max_pairs"], sources, positive),
-        budget=knob(args, "budget", prof["budget"], sources, non_negative),
-        precision=knob(args, "precision", 5.0, sources, non_negative),
-        precision_floor=knob(args, "precision_floor", 0.5, sources, non_negative),
-        wait_for_jit=prof["wait_for_jit"], pin_after_warmup=prof["pin_after_warmup"],
-        client=knob(args, "client", "both", sources, _choice(CLIENTS, "client")),
-        http=knob(args, "http", "auto", sources, _choice(HTTP_MODES, "HTTP mode")),
-        pinning=knob(args, "pinning", DEFAULT_PINNING, sources, _choice(PINNINGS, "pinning")),
-        client_cpu=_cpu(knob(args, "client_cpu", None, sources)),
-        server_cpu=_cpu(knob(args, "server_cpu", None, sources)),
-        port=knob(args, "port", 8080, sources, int),
-        jvm_flags=shlex.split(knob(args, "jvm_flags", DEFAULT_JVM_FLAGS, sources)),
-        results_dir=Path(knob(args, "results_dir", str(KIT_ROOT / "results"), sources)),
-        start_timeout=knob(args, "start_timeout", 60.0, sources, non_negative),
-        allow_concurrent=knob(args, "allow_concurrent", False, sources, parse_bool),
+        warmup=int(setting(args, "warmup", prof["warmup"], sources, non_negative)),
+        settle=setting(args, "settle", prof["settle"], sources, _choice(("queue", "cpu", "none"), "settle mode")),
+        run_length=setting(args, "run_length", prof["run_length"], sources, positive),
+        segment=setting(args, "segment", prof["segment"], sources, positive),
+        segments=setting(args, "segments", prof["segments"], sources, positive),
+        pair_warmup=int(setting(args, "pair_warmup", prof["pair_warmup"], sources, non_negative)),
+        ab_quads=int(setting(args, "ab_quads", prof["ab_quads"], sources, non_negative)),
+        ab_requests=setting(args, "ab_requests", prof["ab_requests"], sources, positive),
+        min_pairs=setting(args, "min_pairs", prof["min_pairs"], sources, positive),
+        max_pairs=setting(args, "max_pairs", prof["max_pairs"], sources, positive),
+        budget=setting(args, "budget", prof["budget"], sources, non_negative),
+        precision=setting(args, "precision", 5.0, sources, non_negative),
+        precision_floor=setting(args, "precision_floor", 0.5, sources, non_negative),
+        client=setting(args, "client", prof.get("client", "both"), sources, _choice(CLIENTS, "client")),
+        http=setting(args, "http", "auto", sources, _choice(HTTP_MODES, "HTTP mode")),
+        pinning=setting(args, "pinning", DEFAULT_PINNING, sources, _choice(PINNINGS, "pinning")),
+        client_cpu=_cpu(setting(args, "client_cpu", None, sources)),
+        server_cpu=_cpu(setting(args, "server_cpu", None, sources)),
+        prepare_cpu=None,
+        port=setting(args, "port", 8080, sources, int),
+        jvm_flags=shlex.split(setting(args, "jvm_flags", DEFAULT_JVM_FLAGS, sources)),
+        results_dir=Path(setting(args, "results_dir", str(KIT_ROOT / "results"), sources)),
+        start_timeout=setting(args, "start_timeout", 60.0, sources, non_negative),
+        allow_concurrent=setting(args, "allow_concurrent", False, sources, parse_bool),
         sources=sources,
     )
     if s.max_pairs < s.min_pairs:
         raise RunError(f"--max-pairs {s.max_pairs} is below --min-pairs {s.min_pairs}")
     if not 1 <= s.port <= 65535 - 8:
         raise RunError(f"--port {s.port}: the run needs ports P to P+8, so P must be 1 to {65535 - 8}")
+    if s.segment % (2 * s.run_length):
+        raise RunError(f"--segment {s.segment} is not a multiple of 2 x --run-length ({2 * s.run_length}): an ABBA "
+                       "quad of runs sends 2 runs to each process")
     if s.http == "1.1" and "ab" in s.clients:
         if s.sources["client"] == "default":
             s.client = "lean"  # ab speaks HTTP/1.0 only
         else:
             raise RunError("--http 1.1 measures with the lean client only (ab speaks HTTP/1.0); drop --client ab/both")
+    if s.client == "ab" and not s.ab_quads:
+        raise RunError("--client ab with --ab-quads 0 measures nothing: give ab at least one quad")
     s.client_cpu, s.server_cpu = pin(s.pinning, s.client_cpu, s.server_cpu)
+    mode = setting(args, "prepare_ahead", "auto", sources, _choice(("auto", "on", "off"), "prepare-ahead mode"))
+    s.prepare_cpu = prepare_cpu(mode, s.pinning, s.server_cpu)
     return s
 
 
@@ -303,18 +353,22 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
     def src(k: str) -> str:
         return "" if s.sources.get(k, "default") == "default" else f"  ({s.sources[k]})"
     print(f"latency-diff run {run_name}", file=out)
+    ab = f"{s.ab_quads} ABBA quad(s) of {s.ab_requests:,}-request blocks per pair" if "ab" in s.clients else "off"
     rows = [("profile", s.profile, "profile"), ("servers", ",".join(x.name for x in s.servers), "servers"),
-            ("clients", " and ".join(s.clients), "client"), ("http", s.http, "http"),
+            ("clients", " and ".join(s.clients) + f" (diffs from {s.primary_client})", "client"),
+            ("http", s.http, "http"),
             ("precision", f"95% half-width <= max({s.precision_floor} us, {s.precision}% of the diff)", "precision"),
             ("budget", f"{s.budget:.0f} s per server", "budget"),
             ("pairs", f"{s.min_pairs} to {s.max_pairs} per server", "min_pairs"),
-            ("quads", f"{s.quads} per client in a first pair, then adapted", "quads"),
-            ("blocks", f"{s.block_requests:,} timed requests (+{s.block_warmup:,} untimed)", "block_requests"),
-            ("warmup", f"{s.warmup:,} requests per process" + (", then a quiet JIT" if s.wait_for_jit else ""),
-             "warmup"),
-            ("pinning", s.pinning + (", JVMs once warm" if s.pin_after_warmup and s.server_cpu is not None else ""),
-             "pinning"), ("client cpu", s.client_cpu, "client_cpu"),
+            ("lean", f"{s.segments} segments of {s.segment:,} requests per process in a first pair, then adapted; "
+                     f"runs of {s.run_length} in ABBA order; {s.pair_warmup:,} untimed first", "segments"),
+            ("ab", ab, "ab_quads"),
+            ("warmup", f"{s.warmup:,} requests per process, then JIT wait: {s.settle}", "warmup"),
+            ("pinning", s.pinning, "pinning"), ("client cpu", s.client_cpu, "client_cpu"),
             ("server cpu", s.server_cpu, "server_cpu"),
+            ("prepare cpu", "none: processes are prepared on the measured CPU" if s.prepare_cpu is None
+             else f"{s.prepare_cpu}: the next processes start and warm up there while CPU {s.server_cpu} measures",
+             "prepare_ahead"),
             ("ports", f"{s.port} (baseline), {s.port + 1}-{s.port + 8} (servers, in turn)", "port"),
             ("jvm flags", " ".join(s.jvm_flags), "jvm_flags"), ("java", java, "java"),
             ("start timeout", f"{s.start_timeout:.0f} s", "start_timeout"),

@@ -9,10 +9,6 @@ import statistics
 from dataclasses import asdict, dataclass
 
 CONFIDENCE = 0.95
-#: Relative spread (stdev / mean) above which a result is flagged unstable (pyperf uses 10%).
-UNSTABLE_SPREAD = 0.10
-#: Fewer samples than this and the interval is too wide to trust.
-MIN_TRIALS = 3
 #: Modified z-score above which a trial is an outlier (Iglewicz and Hoaglin, 1993,
 #: "How to Detect and Handle Outliers": M_i = 0.6745 (x_i - median) / MAD, outlier if |M_i| > 3.5).
 OUTLIER_Z = 3.5
@@ -70,7 +66,7 @@ def summarize(values: list[float]) -> Summary:
 def welch_difference(a: list[float], b: list[float]) -> Summary:
     """mean(a) - mean(b) with a Welch 95% interval: b's (the baseline's) uncertainty is propagated.
 
-    The `stdev` field is the standard error of the difference; `n` is the smaller trial count.
+    The `stdev` field is the standard error of the difference; `n` is the smaller sample's size.
     """
     return contrast([(1, a), (-1, b)])
 
@@ -107,9 +103,9 @@ def significantly_different(a: list[float], b: list[float]) -> bool | None:
     return not (d.ci95_low <= 0 <= d.ci95_high)
 
 
-def outliers(values: list[float]) -> list[int]:
+def outliers(values: list[float], min_abs: float = 0.0) -> list[int]:
     """Indices of values whose modified z-score exceeds OUTLIER_Z (median absolute deviation) and that lie
-    more than OUTLIER_MIN_REL from the median."""
+    more than OUTLIER_MIN_REL from the median, and more than min_abs."""
     if len(values) < 3:
         return []
     med = statistics.median(values)
@@ -125,4 +121,4 @@ def outliers(values: list[float]) -> list[int]:
         def score(v: float) -> float:
             return (v - med) / (MEAN_AD_SCALE * mean_ad)
     return [i for i, v in enumerate(values)
-            if abs(score(v)) > OUTLIER_Z and abs(v - med) > OUTLIER_MIN_REL * abs(med)]
+            if abs(score(v)) > OUTLIER_Z and abs(v - med) > max(OUTLIER_MIN_REL * abs(med), min_abs)]

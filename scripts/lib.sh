@@ -175,30 +175,41 @@ ensure_venv() {
   export PYTHON
 }
 
-# Builds the jars with the Maven wrapper when one is missing or a source changed since the last
-# successful build (.build/stamp; Maven leaves an unchanged module's jar as it was, so jar times
-# cannot tell). $1: the Maven goal, "package" (default) or "verify" (also runs the Java tests,
-# always builds). $2: "force" to build even when the jars look up to date.
+# Builds the jars with the Maven wrapper: those of the Maven modules the given servers need (default: every
+# server), when a module's jar is missing or a source changed since its last successful build (.build/<module>.stamp;
+# Maven leaves an unchanged module's jar as it was, so jar times cannot tell). $1: the Maven goal, "package"
+# (default) or "verify" (every module, with the Java tests, always). $2: "force" to build even when the jars look up
+# to date. $3: a comma-separated server list (run-all.sh's --servers), so that a run of a few servers downloads and
+# builds only what they need.
 build_jars() {
-  local goal="${1:-package}" force="${2:-}" jars stale="" jar stamp="${KIT_ROOT}/.build/stamp"
-  local python="${PYTHON:-python3}"
+  local goal="${1:-package}" force="${2:-}" servers="${3:-}" python="${PYTHON:-python3}"
+  local stamps="${KIT_ROOT}/.build" line module jar stamp reason="" modules=() stale=()
   (cd "$KIT_ROOT" && "$python" -m latency_diff.servers check-reactor) || die "fix the root pom.xml's <modules> (see above)"
-  mapfile -t jars < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers jars)
-  for jar in "${jars[@]}"; do
-    if [[ ! -f "$jar" ]]; then stale="missing ${jar#"${KIT_ROOT}"/}"; break; fi
+  mapfile -t lines < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers modules ${servers:+--servers "$servers"}) \
+    || die "cannot list the modules of --servers '${servers}' (see above)"
+  for line in "${lines[@]}"; do
+    module="${line%% *}" jar="${line#* }" stamp="${stamps}/${module//\//_}.stamp"
+    modules+=("$module")
+    if [[ "$force" == force || ! -f "$jar" || ! -f "$stamp" ]]; then
+      stale+=("$module"); reason="${reason:-${jar#"${KIT_ROOT}"/} missing or never built}"
+    elif [[ -n "$(cd "$KIT_ROOT" && find pom.xml common "$module" -newer "$stamp" -type f -not -path '*/target/*' \
+                   -print -quit)" ]]; then
+      stale+=("$module"); reason="${reason:-sources of ${module} changed since its last build}"
+    fi
   done
-  if [[ -z "$stale" && ! -f "$stamp" ]]; then stale="no record of a complete build"; fi
-  if [[ -z "$stale" ]] && [[ -n "$(cd "$KIT_ROOT" && find pom.xml common agent dummy-server servers -newer "$stamp" \
-                                   -type f -not -path '*/target/*' -print -quit)" ]]; then
-    stale="sources changed since the last build"
-  fi
-  if [[ "$goal" == package && -z "$stale" && "$force" != force ]]; then
-    info "jars are up to date"
-    return 0
-  fi
-  info "building with the Maven wrapper (${goal}${stale:+: $stale})"
   local mvn_args=(-B -q "$goal")
-  [[ "$goal" == package ]] && mvn_args+=(-DskipTests)
+  if [[ "$goal" == verify ]]; then
+    reason="every module, with the Java tests"
+    mapfile -t modules < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers modules | cut -d' ' -f1)
+    stale=("${modules[@]}")
+  else
+    if (( ${#stale[@]} == 0 )); then
+      info "jars are up to date"
+      return 0
+    fi
+    mvn_args+=(-DskipTests -pl "$(IFS=,; echo "${stale[*]}")" -am)
+  fi
+  info "building ${#stale[@]} module(s) with the Maven wrapper (${goal}: ${reason})"
   # Maven 3.9's Guice calls sun.misc.Unsafe, which JDK 24+ warns about on every build; JDK 23+ takes
   # this option to allow it quietly (older JDKs do not know it, and do not warn).
   if (( ${JAVA_MAJOR:-0} >= 23 )); then
@@ -213,6 +224,21 @@ build_jars() {
   trap 'kill -TERM "$maven" 2>/dev/null || true; wait "$maven" || true; err "build interrupted"; exit 130' INT TERM HUP
   wait "$maven" || die "the Maven build failed (see above)"
   trap - INT TERM HUP
-  mkdir -p "${stamp%/*}"
-  touch -t "$started" "$stamp"  # sources edited during the build still count as changed next time
+  mkdir -p "$stamps"
+  for module in "${stale[@]}"; do
+    touch -t "$started" "${stamps}/${module//\//_}.stamp"  # sources edited during the build still count as changed
+  done
+}
+
+# The value of --servers (or --servers=...) in the arguments, else LATENCY_DIFF_SERVERS: the servers a run measures.
+servers_arg() {
+  local want="" arg
+  while (($#)); do
+    arg="$1"; shift
+    case "$arg" in
+      --servers) want="${1:-}"; shift || true ;;
+      --servers=*) want="${arg#--servers=}" ;;
+    esac
+  done
+  echo "${want:-${LATENCY_DIFF_SERVERS:-}}"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: check and set up the tools, build the jars and C programs, measure every server, analyze.
-# All options belong to the driver (latency_diff/driver.py); see --help.
+# All options belong to the command line (latency_diff/cli.py); see --help.
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -34,15 +34,15 @@ main() {
     if [[ "$arg" == "-h" || "$arg" == "--help" ]]; then
       usage
       # The option list comes from the driver itself (standard library only: no set-up needed).
-      (cd "$KIT_ROOT" && python3 -m latency_diff.driver --help | sed -n '/^options:/,$p')
+      (cd "$KIT_ROOT" && python3 -m latency_diff.cli --help | sed -n '/^options:/,$p')
       exit 0
     fi
     if [[ "$arg" == "--list" ]]; then
-      cd "$KIT_ROOT" && exec python3 -m latency_diff.driver --list  # discovery only: no set-up, no build
+      cd "$KIT_ROOT" && exec python3 -m latency_diff.cli --list  # discovery only: no set-up, no build
     fi
   done
   if [[ "${LATENCY_DIFF_LIST:-}" =~ ^(1|true|yes|on)$ ]]; then
-    cd "$KIT_ROOT" && exec python3 -m latency_diff.driver --list
+    cd "$KIT_ROOT" && exec python3 -m latency_diff.cli --list
   fi
   cd "$KIT_ROOT"
   find_jdk
@@ -50,9 +50,9 @@ main() {
   ensure_taskset
   ensure_node
   ensure_venv
-  build_jars package
+  build_jars package "" "$(servers_arg "$@")"
   build_native if-stale
-  exec "$PYTHON" -m latency_diff.driver "$@"
+  exec "$PYTHON" -m latency_diff.cli "$@"
 }
 
 main "$@"

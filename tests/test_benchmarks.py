@@ -1,11 +1,18 @@
-"""The method's benchmarks: the stall injector's pattern, the robustness verdict, the design comparison's inputs."""
+"""The method's benchmarks: the injectors' patterns and bounds, and each benchmark's verdict on known inputs."""
 
+import json
+import os
 import random
+import subprocess
+import sys
+import time
 
 import pytest
 from runs import make_paired_run
 
-from latency_diff import KIT_ROOT, designbench, injector, model, pinningbench, robustness
+from latency_diff import KIT_ROOT, evaluate, injector
+from latency_diff.bench import common, design, interleave, robustness, warmup
+from latency_diff.bench.__main__ import main as bench_main
 
 
 class FakeClock:
@@ -22,7 +29,7 @@ class FakeClock:
         self.t += s
 
 
-def test_injector_bursts_are_bounded_and_repeatable():
+def test_stall_bursts_are_bounded_and_repeatable():
     clock = FakeClock()
     bursts, burned = injector.burn(60.0, random.Random(1), clock=clock, sleep=clock.sleep)
     # Bursts of 5-60 ms every 0.2-1.5 s: between 60 / (1.5 + 0.06) = 38 and 60 / 0.205 = 293 of them, and
@@ -34,14 +41,44 @@ def test_injector_bursts_are_bounded_and_repeatable():
     assert injector.burn(60.0, random.Random(1), clock=again, sleep=again.sleep) == (bursts, burned)
 
 
-def test_injector_refuses_a_run_without_end(capsys):
+def test_drift_periods_are_bounded_and_repeatable():
+    clock = FakeClock()
+    periods = injector.drift(600.0, random.Random(1), clock=clock, sleep=clock.sleep, work=lambda: None)
+    # On for 20-60 s, off for 20-60 s: between 600 / 120 = 5 and 600 / 40 = 15 periods.
+    assert 5 <= len(periods) <= 15
+    assert all(20.0 <= end - start <= 60.0 + 0.01 for start, end in periods[:-1])  # the last may be cut at the end
+    gaps = [b[0] - a[1] for a, b in zip(periods, periods[1:], strict=False)]
+    assert all(20.0 <= g <= 60.0 + 0.01 for g in gaps)
+    assert clock.t <= 600.0 + 0.1  # it stops by itself
+    again = FakeClock()
+    assert injector.drift(600.0, random.Random(1), clock=again, sleep=again.sleep, work=lambda: None) == periods
+
+
+@pytest.mark.parametrize("mode", ["stall", "drift"])
+def test_an_injector_stays_on_its_cpu_and_ends_by_itself(mode):
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "latency_diff.injector", mode, "--cpu", str(cpu), "--seconds",
+                             "3", "--mb", "4"], cwd=KIT_ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        tasks = os.listdir(f"/proc/{proc.pid}/task")
+        assert tasks and all(os.sched_getaffinity(int(t)) == {cpu} for t in tasks)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and time.monotonic() - start < 20
+    assert err.startswith("injector: ")
+
+
+def test_injectors_refuse_a_run_without_end(capsys):
     with pytest.raises(SystemExit):
-        injector.main(["--seconds", "0"])
+        injector.main(["stall", "--seconds", "0"])
     assert "--seconds must be more than 0" in capsys.readouterr().err
 
 
 def _run(tmp, name, pairs):
-    return model.build(make_paired_run(tmp / name, {"undertow": pairs}))
+    return evaluate.build(make_paired_run(tmp / name, {"undertow": pairs}))
 
 
 def test_robustness_verdict(tmp_path):
@@ -50,40 +87,62 @@ def test_robustness_verdict(tmp_path):
     ok = _run(tmp_path, "i1", [(20_000, 27_000), (20_000, 27_750), (20_000, 26_250)])
     (_, rows, _), data = robustness.compare(quiet, ok)
     assert rows == [["undertow", "7.00 ± 1.24", "7.00 ± 1.86", "yes", "1.50x", "yes"]]
-    # Three times as wide: agrees, but widens too much.
-    wide = _run(tmp_path, "i2", [(20_000, 27_000), (20_000, 28_500), (20_000, 25_500)])
+    # Twice as wide: agrees, but widens too much.
+    wide = _run(tmp_path, "i2", [(20_000, 27_000), (20_000, 28_000), (20_000, 26_000)])
     (_, rows, _), data = robustness.compare(quiet, wide)
-    assert rows[0][-2:] == ["3.00x", "NO"] and data["undertow"]["agree"] is True
+    assert rows[0][-2:] == ["2.00x", "NO"] and data["undertow"]["agree"] is True
     # Moved away: 12,000 +- 1,242 does not overlap 7,000 +- 1,242.
     moved = _run(tmp_path, "i3", [(20_000, 32_000), (20_000, 32_500), (20_000, 31_500)])
     (_, rows, _), data = robustness.compare(quiet, moved)
     assert rows[0][3] == "NO" and data["undertow"]["ok"] is False
 
 
-def test_design_bench_reads_both_formats(tmp_path):
-    # The committed default run of the single-server design (results/20261122T073853Z): its jetty row.
-    old = designbench.old_widths(KIT_ROOT / "results" / "20261122T073853Z")
-    diff, half = old["jetty"]
-    assert round(diff / 1000, 2) == 18.65 and round(half / 1000, 2) == 14.44  # [4.21, 33.10] in its README table
-    assert "dummy" not in old and "helidon" not in old
-    new = designbench.new_widths(make_paired_run(tmp_path, {"undertow": [(20_000, 27_000), (20_000, 27_500),
-                                                                         (20_000, 26_500)]}))
-    assert new["undertow"][0] == pytest.approx(7000.0)
+def test_equal_time_and_the_design_comparison(tmp_path):
+    # An interval twice as wide in 4 minutes against 1 minute: at equal time 2 x sqrt(4) = 4x as wide.
+    assert common.narrower_at_equal_time(2.0, 4.0, 1.0, 1.0) == pytest.approx(4.0)
+    old_run = tmp_path / "old"
+    old_run.mkdir()
+    (old_run / "summary.json").write_text(json.dumps({"servers": [
+        {"name": "dummy", "valid": True, "baseline": True, "diff_ns": {"mean": 0, "ci95_low": 0, "ci95_high": 0}},
+        {"name": "jetty", "valid": True, "diff_ns": {"mean": 21_000, "ci95_low": 11_000, "ci95_high": 31_000}},
+        {"name": "jdk", "valid": False, "diff_ns": None}]}))
+    old = design.old_widths(old_run)
+    assert old == {"jetty": (21_000, 10_000)}
+    result = design.compare(old, 9.0, {"jetty": (17_000, 1_000), "vertx": (2_000, 100)}, 4.0)
+    # 10,000 x sqrt(9) / (1,000 x sqrt(4)) = 15x.
+    assert result["servers"]["jetty"]["narrower_at_equal_time"] == pytest.approx(15.0)
+    assert result["median"] == pytest.approx(15.0) and set(result["servers"]) == {"jetty"}
 
 
-def test_pinning_bench_ratio_at_equal_time(tmp_path):
-    shared = pinningbench.widths(_run(tmp_path, "s", [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)]))
-    split = pinningbench.widths(_run(tmp_path, "p", [(30_000, 39_000), (30_000, 40_000), (30_000, 38_000)]))
-    assert split["undertow"][0] == pytest.approx(9000.0)
-    assert split["undertow"][1] == pytest.approx(2 * shared["undertow"][1])  # the same spread, doubled
-    # Split's interval twice as wide in 4 minutes against shared's 1 minute: at equal time 2 x sqrt(4) = 4x.
-    assert pinningbench.ratios(shared, 1.0, split, 4.0) == {"undertow": pytest.approx(4.0)}
-    # Half as wide but in 16 minutes: 0.5 x 4 = 2x; a server only one pinning measured has no ratio.
-    assert pinningbench.ratios(shared, 1.0, {"undertow": (9000.0, shared["undertow"][1] / 2), "jetty": (1.0, 1.0)},
-                               16.0) == {"undertow": pytest.approx(2.0)}
+def test_interleave_summary_per_run_length():
+    data = {"undertow": [{"pair": p, "repeat": r, "n": n, "diff_ns": d, "ratio": 1.2, "base_ns": 15_000.0,
+                          "seconds": 0.5}
+                         for p, shift in ((1, 0), (2, 200), (3, 400))
+                         for r, noise in ((0, -100), (1, 100))
+                         for n, d in ((1, 2_000 + shift + noise), (64, 2_800 + shift + 3 * noise))]}
+    result, (cols, rows, _) = interleave.summarize(data, [1, 64])
+    one, many = result["undertow"][1], result["undertow"][64]
+    # Pair means for N=1: 2,000, 2,200, 2,400 -> 2,200; within a pair the repeats differ by +-100: sd 141.42,
+    # noise 141.42 x sqrt(0.5) = 100. N=64: 3,000 (mean of 2,800, 3,000, 3,200); +-300: sd 424.26, noise 300.
+    assert one["diff_ns"]["mean"] == pytest.approx(2200.0) and one["within_sd_ns"] == pytest.approx(141.421, abs=1e-3)
+    assert one["noise_ns_sqrt_s"] == pytest.approx(100.0) and many["noise_ns_sqrt_s"] == pytest.approx(300.0)
+    assert many["diff_ns"]["mean"] == pytest.approx(3000.0)
+    assert rows[0][:2] == ["undertow", "1"] and rows[1][6] == "0.300"
 
 
-def test_pinning_bench_refuses_a_list_without_shared_first(capsys):
+def test_warmup_configurations_are_checked():
+    assert warmup.parse_configs("100000/queue/on,30000/cpu/off") == [(100000, "queue", "on"), (30000, "cpu", "off")]
+    with pytest.raises(SystemExit, match="not WARMUP/SETTLE/AHEAD"):
+        warmup.parse_configs("100000/queue")
+    with pytest.raises(SystemExit, match="settle is queue, cpu or none"):
+        warmup.parse_configs("100000/fast/on")
+
+
+def test_the_bench_entry_point_refuses_unknown_benchmarks_and_bad_lists(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        pinningbench.main(["--pinnings", "split,shared"])
-    assert "must start with shared" in capsys.readouterr().err
+        bench_main(["nope"])
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="must start with shared"):
+        bench_main(["pinning", "--pinnings", "split,shared", "--results-dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="must name stall and/or drift"):
+        bench_main(["robustness", "--conditions", "wind", "--results-dir", str(tmp_path)])

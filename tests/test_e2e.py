@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import driver, pair, settings
+from latency_diff import cli, driver, pair, ports, rundir, settings, warmup
 from latency_diff.process import java_executable, pin_threads
 from latency_diff.servers import Server, discover
 
@@ -23,18 +23,27 @@ RUN_ALL = ROOT / "scripts" / "run-all.sh"
 
 
 def free_port() -> int:
-    """A port P with P to P+8 free (the baseline and the servers), below Linux's ephemeral range (32768 and up),
-    so that no client connection's own port can take one of them between two servers."""
+    """A port P with the run's ports P to P+8 free, below Linux's ephemeral range (32768 and up), so that no client
+    connection's own port can take one of them between two servers."""
     import random
     for _ in range(200):
         port = random.randrange(20000, 32000)
-        if all(driver.port_free(p) for p in range(port, port + driver.SERVER_PORTS + 1)):
+        if all(ports.free(p) for p in range(port, port + ports.PORTS)):
             return port
     raise AssertionError("no nine free ports in a row in 20000-32000")
 
 
 def nothing_left(port: int) -> bool:
-    return all(kit_processes(p) == [] for p in range(port, port + driver.SERVER_PORTS + 1))
+    return all(kit_processes(p) == [] for p in range(port, port + ports.PORTS))
+
+
+def the_run(tmp_path: Path) -> Path:
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    return run_dir
+
+
+def pairs_of(run_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "pairs.jsonl").read_text().splitlines() if x.strip()]
 
 
 def run_all(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -67,15 +76,16 @@ def test_quick_run_measures_every_server(tmp_path):
     port = free_port()
     proc = run_all("--quick", "--results-dir", str(tmp_path), "--port", str(port))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
-    for name in ("run.json", "env.json", "pairs.jsonl", "summary.json", "summary.csv", "report.md",
-                 "request-http1.0.bin", "request-http1.1.bin", "diffs.png", "diffs.svg", "percentiles.png",
-                 "percentiles.svg"):
-        assert (run_dir / name).is_file(), name
+    run_dir = the_run(tmp_path)
+    # A run is a few files: its records, and what the analysis derives from them.
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "blocks.jsonl.xz", "diffs.png", "logs.jsonl.xz", "pairs.jsonl", "percentiles.png", "report.html", "report.md",
+        "run.json", "summary.csv", "summary.json"]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "complete"
     by_name = {s["name"]: s for s in summary["servers"]}
     assert by_name["dummy"]["valid"] and by_name["null"]["valid"]
+    logs = {(x["kind"], x["tag"]): x["text"] for x in rundir.logs(run_dir)}
     for server in discover():
         if server.baseline:
             continue
@@ -85,36 +95,31 @@ def test_quick_run_measures_every_server(tmp_path):
             continue
         assert s["valid"], f"{server.name}: {s['reason']}"
         assert s["diff_ns"]["n"] == 1 and len(s["pairs"]) == 1  # the quick profile: one process pair
-        assert (run_dir / "responses" / f"{server.name}-p1.txt").stat().st_size > 0
-        assert s["server_cpu_ns_per_request"]["mean"] > 0
+        assert logs[("response", f"{server.name}-p1")].startswith("HTTP/1.")
+        assert logs[("log", f"{server.name}-p1")].startswith("$ ")  # the command line, then the server's output
+        assert s["cpu_ns"]["mean"] > 0 or not server.is_java, s  # a C server may use under a clock tick (10 ms)
         clients = {"lean", "ab"} if server.http == "1.0" else {"lean"}
-        assert s["primary_client"] == "lean" and set(s["clients"]) == clients
-        assert s["pairs"][0]["quad_diffs_ns"].keys() == clients
+        assert s["primary"] == "lean" and set(s["clients"]) == clients
+        assert s["pairs"][0]["clients"].keys() == clients
         p = s["clients"]["lean"]["percentiles_ns"]
         assert 0 < p["p50"] <= p["p90"] <= p["p99"] <= p["p99.9"] <= p["max"]
-        if server.is_java:  # the agent answered before and after the blocks
-            assert s["alloc_bytes_per_request"]["mean"] > 0, s
+        if server.is_java:  # the agent answered before and after the measured phase
+            assert s["alloc_bytes"]["mean"] > 0, s
         else:
-            assert s["alloc_bytes_per_request"] is None
-    # The quick profile starts and warms the JVMs on every CPU, sized for one, and pins each thread before the
-    # blocks; every other server is pinned from the start.
-    cpu = summary["settings"]["server_cpu"]
-    native = {x.name for x in discover() if not x.is_java}  # the null pair's second dummy is a JVM too
-    for e in (json.loads(x) for x in (run_dir / "pairs.jsonl").read_text().splitlines()):
-        if e["status"] != "measured":
+            assert s["alloc_bytes"] is None
+    # Shared pinning: every process was prepared on the other CPU and moved to the measured one before it was
+    # measured (the affinity read from every thread then).
+    st = summary["settings"]
+    assert st["pinning"] == settings.DEFAULT_PINNING == "shared" and st["prepare_cpu"] != st["server_cpu"]
+    nonconformant = {x.name for x in discover() if x.nonconformant}
+    for e in pairs_of(run_dir):
+        if e["server"] in nonconformant:
             continue
-        assert e["affinity"] == [cpu], e
-        command = (run_dir / e["log_file"]).read_text().splitlines()[0]
-        late = e["server"] not in native
-        assert ("-XX:ActiveProcessorCount=1" in command) is late and command.startswith("$ taskset") is not late, e
-    blocks = sorted(p.name for p in (run_dir / "blocks" / "undertow").iterdir())
-    # One quad per client: lean D S S D, then ab (the quick profile's one pair).
-    assert blocks == ["p1-ab-q0-0b.txt", "p1-ab-q0-1s.txt", "p1-ab-q0-2s.txt", "p1-ab-q0-3b.txt",
-                      "p1-lean-q0-0b.json", "p1-lean-q0-1s.json", "p1-lean-q0-2s.json", "p1-lean-q0-3b.json"]
-    env = summary["env"]
-    assert env["settings"]["pinning"] == settings.DEFAULT_PINNING
-    assert env["settings"]["clients"] == ["lean", "ab"]
-    assert env["jdk"]["java.version"] and env["ab"].startswith("This is ApacheBench")
+        assert e["status"] == "measured", e
+        assert e["process"]["affinity"] == [st["server_cpu"]] and e["base"]["affinity"] == [st["server_cpu"]], e
+        assert logs[("log", e["process"]["tag"])].startswith(f"$ taskset -c {st['prepare_cpu']} "), e
+    assert st["clients"] == ["lean", "ab"]
+    assert summary["env"]["jdk"]["java.version"] and summary["env"]["ab"].startswith("This is ApacheBench")
     assert "dummy" in proc.stdout and "diff [us]" in proc.stdout
     assert nothing_left(port)
 
@@ -124,15 +129,15 @@ def test_pinning_modes_and_single_clients_are_recorded(tmp_path, pinning, client
     proc = run_all("--quick", "--servers", "undertow", "--pinning", pinning, "--client", client,
                    "--results-dir", str(tmp_path), "--port", str(free_port()))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    run_dir = the_run(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     st = summary["settings"]
-    assert st["pinning"] == pinning and st["clients"] == [client]
+    assert st["pinning"] == pinning and st["clients"] == [client] and st["prepare_cpu"] is None
     usable = sorted(os.sched_getaffinity(0))
     expected = (usable[0], usable[1]) if pinning == "split" else (None, None)
     assert (st["client_cpu"], st["server_cpu"]) == expected
     assert {s["name"] for s in summary["servers"] if s["valid"]} == {"dummy", "dummy-nio", "floor", "null", "undertow"}
-    assert all(s["primary_client"] == client and set(s["clients"]) == {client} for s in summary["servers"])
+    assert all(s["primary"] == client and set(s["clients"]) == {client} for s in summary["servers"])
     report_md = (run_dir / "report.md").read_text()
     assert f"Pinning {pinning}" in report_md
     assert ("not pinned" in report_md) == (pinning == "none")
@@ -179,12 +184,12 @@ def test_http11_runs_every_server_with_the_lean_client_only(tmp_path):
     proc = run_all("--quick", "--servers", "undertow", "--http", "1.1", "--results-dir", str(tmp_path),
                    "--port", str(free_port()))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    run_dir = the_run(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["settings"]["http"] == "1.1" and summary["settings"]["clients"] == ["lean"]
-    entries = [json.loads(x) for x in (run_dir / "pairs.jsonl").read_text().splitlines()]
-    assert {e["http"] for e in entries} == {"1.1"}
-    assert (run_dir / "request-http1.1.bin").read_bytes().startswith(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:")
+    assert {e["http"] for e in pairs_of(run_dir)} == {"1.1"}
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["requests"]["1.1"].startswith("GET / HTTP/1.1\r\nHost: 127.0.0.1:")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -225,28 +230,38 @@ def test_help_needs_no_setup():
     assert "--servers LIST" in proc.stdout and "--profile" in proc.stdout
 
 
-@pytest.mark.parametrize("sig, phase, server, marker", [
-    (signal.SIGINT, "measure", "null", "blocks/null/p1-lean-q0-0b.json"),
-    (signal.SIGTERM, "measure", "null", "blocks/null/p1-lean-q0-0b.json"),
-    (signal.SIGINT, "warmup", "dummy", "warmup/dummy-r1-w1.json"),
-    (signal.SIGTERM, "start", "dummy", "logs/dummy-r1.log"),
+def client_running(pattern: str) -> bool:
+    """Whether a lean client whose command line matches `pattern` runs now."""
+    out = subprocess.run(["pgrep", "-af", "--", pattern], capture_output=True, text=True).stdout
+    return any("native/build/lean" in line for line in out.splitlines())
+
+
+@pytest.mark.parametrize("sig, phase, server", [
+    (signal.SIGINT, "measure", "null"),
+    (signal.SIGTERM, "measure", "null"),
+    (signal.SIGINT, "warmup", "dummy"),
+    (signal.SIGTERM, "start", "dummy"),
 ], ids=["sigint-measure", "sigterm-measure", "sigint-warmup", "sigterm-start"])
-def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, sig, phase, server, marker):
+def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, sig, phase, server):
     port = free_port()
     # In the start phase, every JVM waits for a debugger that never comes: it cannot get past start-up.
     hold = ["--jvm-flags=-agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=127.0.0.1:0"]
-    proc = subprocess.Popen([str(RUN_ALL), "--servers", "undertow", "--block-requests", "2000000", "--quads", "1",
+    proc = subprocess.Popen([str(RUN_ALL), "--servers", "undertow", "--segments", "1", "--segment", "2000896",
                              "--min-pairs", "1", "--warmup", "2000000" if phase == "warmup" else "0",
                              "--results-dir", str(tmp_path), "--port", str(port), *(hold if phase == "start" else [])],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
 
     def reached() -> bool:
-        files = list(tmp_path.glob(f"*/{marker}"))
-        return bool(files) and (phase != "start" or "Listening for transport" in files[0].read_text())
+        if phase == "start":
+            logs = list(tmp_path.glob("*/.live/dummy-r1.log"))
+            return bool(logs) and "Listening for transport" in logs[0].read_text()
+        if phase == "warmup":
+            return client_running("--requests 2000000 --warmup 0")
+        return client_running(f"--port {port} --interleave")
 
     try:
-        # Wait until the phase is under way (its file exists), then interrupt.
+        # Wait until the phase is under way, then interrupt.
         while not reached():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, f"the run did not reach {phase}"
@@ -266,13 +281,14 @@ def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, si
     assert "Finished pairs are kept" in err
     time.sleep(0.5)
     assert nothing_left(port)
-    (run_dir,) = list(tmp_path.iterdir())
+    run_dir = the_run(tmp_path)
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "incomplete"
     assert (run["stopped_at"]["server"], run["stopped_at"]["phase"]) == (server, phase)
     assert run["reason"] == f"interrupted by {sig.name}"
+    assert not (run_dir / ".live").exists() and (run_dir / "logs.jsonl.xz").is_file()  # every log packed
     if phase == "measure":  # the interrupted pair is on record, and the analysis says what is missing
-        (entry,) = [json.loads(x) for x in (run_dir / "pairs.jsonl").read_text().splitlines()]
+        (entry,) = pairs_of(run_dir)
         assert (entry["server"], entry["status"], entry["phase"]) == ("null", "interrupted", "measure")
         analysis = subprocess.run([sys.executable, "-m", "latency_diff.analyze", str(run_dir)], capture_output=True,
                                   text=True, cwd=ROOT)
@@ -292,16 +308,29 @@ class FaultyServer(Server):
 
 
 def _settings(tmp_path, servers, **kw):
-    base = dict(servers=servers, profile="test", warmup=0, block_requests=5000, block_warmup=0, quads=1,
-                min_pairs=1, max_pairs=1, budget=0.0, precision=5.0, precision_floor=0.5, wait_for_jit=False,
-                client="both", http="auto", pinning="none", client_cpu=None, server_cpu=None, port=free_port(),
-                jvm_flags=[], results_dir=tmp_path, start_timeout=30, allow_concurrent=True, sources={})
+    base = dict(servers=servers, profile="test", warmup=0, settle="none", run_length=4, segment=1000, segments=2,
+                pair_warmup=0, ab_quads=1, ab_requests=2000, min_pairs=1, max_pairs=1, budget=0.0, precision=5.0,
+                precision_floor=0.5, client="both", http="auto", pinning="none", client_cpu=None, server_cpu=None,
+                prepare_cpu=None, port=free_port(), jvm_flags=[], results_dir=tmp_path, start_timeout=30,
+                allow_concurrent=True, sources={})
     base.update(kw)
     return settings.Settings(**base)
 
 
+def _run(s):
+    run = driver.Run(s, rundir.create(s.results_dir), java_executable())
+    try:
+        run.describe(java_executable())
+        run.status("running")
+        run.measure()
+    finally:
+        run.stop_all()
+        run.close()
+    return run
+
+
 @pytest.mark.parametrize("mode, reason", [
-    ("crash-after-3000", "faulty exited with status 3 during the blocks"),
+    ("crash-after-3000", "faulty exited with status 3 during the measurement"),
     ("hang-after-3000", "no response within 10000 ms"),
 ])
 def test_a_server_that_crashes_or_hangs_mid_run_is_recorded_and_the_run_goes_on(tmp_path, mode, reason):
@@ -309,65 +338,61 @@ def test_a_server_that_crashes_or_hangs_mid_run_is_recorded_and_the_run_goes_on(
     dummy, undertow = servers[0], next(s for s in servers if s.name == "undertow")
     faulty = FaultyServer(name="faulty", display="Faulty", module_dir=ROOT / "tests", threading="blocking",
                           notes="test", args=(mode,), executable="misbehaving")
-    s = _settings(tmp_path, [dummy, faulty, undertow])
-    run = driver.Run(s, driver.new_run_dir(tmp_path), java_executable())
-    try:
-        run.measure()
-    finally:
-        run.stop_all()
-        shutil.rmtree(run.agent_dir, ignore_errors=True)
-    entries = {e["server"]: e for e in map(json.loads, (run.dir / "pairs.jsonl").read_text().splitlines())}
+    s = _settings(tmp_path, [dummy, faulty, undertow], segment=4000)
+    run = _run(s)
+    entries = {e["server"]: e for e in pairs_of(run.dir)}
     assert entries["faulty"]["status"] == "failed" and entries["faulty"]["phase"] == "measure"
     assert reason in entries["faulty"]["reason"]
     assert entries["null"]["status"] == "measured" and entries["undertow"]["status"] == "measured"
     assert nothing_left(s.port)
 
 
-def test_the_run_rotates_the_servers_and_alternates_blocks_and_clients(tmp_path):
-    """What the driver ran, in the order it ran it (block files' modification times), not what it planned."""
+@pytest.mark.parametrize("pinning", ["none", "shared"])
+def test_the_run_rotates_the_servers_and_measures_each_pair_interleaved_then_in_abba_blocks(tmp_path, pinning):
+    """What the driver ran, in the order it ran it (the blocks file's order), not what it planned; with a preparing
+    lane (shared pinning) and without."""
     servers = discover()
     dummy, floor = servers[0], next(s for s in servers if s.name == "floor")
     steady = FaultyServer(name="steady", display="Steady", module_dir=ROOT / "tests", threading="blocking",
                           notes="test", args=("ok",), executable="misbehaving")
-    s = _settings(tmp_path, [dummy, floor, steady], block_requests=2000, quads=2, min_pairs=2, max_pairs=2)
-    run = driver.Run(s, driver.new_run_dir(tmp_path), java_executable())
-    try:
-        run.measure()
-    finally:
-        run.stop_all()
-        shutil.rmtree(run.agent_dir, ignore_errors=True)
-    entries = [json.loads(x) for x in (run.dir / "pairs.jsonl").read_text().splitlines()]
+    usable = sorted(os.sched_getaffinity(0))
+    kw = {} if pinning == "none" else {"client_cpu": usable[-1], "server_cpu": usable[-1], "prepare_cpu": usable[0]}
+    s = _settings(tmp_path, [dummy, floor, steady], min_pairs=2, max_pairs=2, pinning=pinning, **kw)
+    run = _run(s)
+    entries = pairs_of(run.dir)
     assert all(e["status"] == "measured" for e in entries), entries
-    rounds = {r: [e["server"] for e in entries if e["round"] == r] for r in (1, 2)}
-    assert sorted(rounds[1]) == ["floor", "null", "steady"] and len(entries) == 6
-    assert rounds[2] == rounds[1][1:] + rounds[1][:1]  # each round starts one server later
-    quad0 = [("lean", t) for t in ("base", "server", "server", "base")] + \
-            [("ab", t) for t in ("base", "server", "server", "base")]
-    quad1 = [("ab", t) for t in ("server", "base", "base", "server")] + \
-            [("lean", t) for t in ("server", "base", "base", "server")]
-    for e in entries:
-        ran = sorted(e["blocks"], key=lambda b: (run.dir / b["file"]).stat().st_mtime_ns)
-        assert [(b["client"], b["target"]) for b in ran] == quad0 + quad1, e["tag"]
+    files = rundir.load(run.dir)
+    order = {}
+    for (server, k), blocks in files.blocks.items():
+        order[(server, k)] = [(b.client, b.target) for b in blocks]
+    ran = [server for server, _ in files.blocks]  # the blocks file: in the order the pairs were measured
+    assert sorted(ran[:3]) == ["floor", "null", "steady"] and len(ran) == 6 and len(files.pairs) == 6
+    assert ran[3:] == ran[1:3] + ran[:1]  # each round starts one server later
+    # Each pair: the interleaved client first, then ab's quad, D S S D.
+    assert set(map(tuple, order.values())) == {(("lean-pair", None), ("ab", "base"), ("ab", "server"),
+                                                ("ab", "server"), ("ab", "base"))}
+    assert nothing_left(s.port)
 
 
-def test_the_warm_up_waits_for_a_quiet_jit(tmp_path):
-    """A Java server's warm-up ends only after its JIT compiler threads stood still for JIT_QUIET_S."""
+def test_the_warm_up_waits_for_an_empty_compile_queue(tmp_path):
+    """A Java server's warm-up ends only once its JIT's queue is empty, and tops up while the JIT was busy."""
     servers = discover()
     undertow = next(x for x in servers if x.name == "undertow")
-    s = _settings(tmp_path, [servers[0], undertow], warmup=5000, wait_for_jit=True, client="lean")
-    run = driver.Run(s, driver.new_run_dir(tmp_path), java_executable())
+    s = _settings(tmp_path, [servers[0], undertow], warmup=5000, settle="queue", client="lean")
+    run = driver.Run(s, rundir.create(tmp_path), java_executable())
     try:
-        r = pair.start(run.ctx, undertow, s.port, "undertow-w", reference_length=None, http="1.0")
+        p = pair.prepare(run.ctx, undertow, s.port, "undertow-w", reference_length=None, http="1.0", where={},
+                         say=lambda _t: None)
     finally:
         run.stop_all()
-        shutil.rmtree(run.agent_dir, ignore_errors=True)
-    rounds = r.warmup
-    assert 1 <= len(rounds) <= pair.WARMUP_ROUNDS
-    assert rounds[0]["requests"] == 5000 and all(x["requests"] == 1000 for x in rounds[1:])
-    assert all(x["settle_s"] >= pair.JIT_QUIET_S for x in rounds)  # it waited for the compilers every round
-    assert rounds[0]["jit_cpu_ms"] > 0  # a fresh JVM compiles under its first requests
+        run.close()
+    rounds = p.record.warmup
+    assert 1 <= len(rounds) <= warmup.WARMUP_ROUNDS
+    assert rounds[0].requests == 5000 and all(x.requests == 1000 for x in rounds[1:])
+    assert all(x.settle_s >= warmup.QUEUE_POLL_S for x in rounds)  # it asked the agent, and waited, every round
+    assert rounds[0].jit_cpu_ms > 0  # a fresh JVM compiles under its first requests
     last = rounds[-1]
-    assert len(rounds) == pair.WARMUP_ROUNDS or last["jit_cpu_ms"] <= pair.JIT_BUSY_SHARE * last["wall_ms"]
+    assert len(rounds) == warmup.WARMUP_ROUNDS or last.jit_cpu_ms <= warmup.JIT_BUSY_SHARE * last.wall_ms
 
 
 def test_an_unusable_results_directory_is_a_clear_error(tmp_path):
@@ -380,8 +405,8 @@ def test_an_unusable_results_directory_is_a_clear_error(tmp_path):
 
 def test_ensure_space_refuses_below_the_minimum(tmp_path, monkeypatch):
     s = _settings(tmp_path, discover()[:1])
-    run = driver.Run(s, driver.new_run_dir(tmp_path), java_executable())
-    shutil.rmtree(run.agent_dir, ignore_errors=True)
+    run = driver.Run(s, rundir.create(tmp_path), java_executable())
+    run.close()
     usage = shutil.disk_usage(tmp_path)
     monkeypatch.setattr(driver.shutil, "disk_usage", lambda _p: usage._replace(free=driver.MIN_FREE_BYTES - 1))
     with pytest.raises(OSError, match="only 1023 KiB free for the results"):
@@ -391,24 +416,29 @@ def test_ensure_space_refuses_below_the_minimum(tmp_path, monkeypatch):
 
 
 def test_a_full_disk_stops_the_run_with_a_clear_error(tmp_path, monkeypatch, capsys):
-    """The driver's ENOSPC path, in process: the disk 'fills up' once the first pair is on record."""
+    """The driver's ENOSPC path, in process: the disk 'fills up' once the first pair has measured."""
     real = shutil.disk_usage
 
     def usage(path):
         u = real(path)
-        filled = any(p.read_text().strip() for p in tmp_path.glob("*/pairs.jsonl"))
+        filled = any(tmp_path.glob("*/blocks.jsonl.gz"))
         return u._replace(free=1024) if filled else u
     monkeypatch.setattr(driver.shutil, "disk_usage", usage)
-    monkeypatch.setattr(driver, "LOCK_FILE", tmp_path / "lock")
+    monkeypatch.setattr(cli, "LOCK_FILE", tmp_path / "lock")
     port = free_port()
-    code = driver.main(["--quick", "--servers", "undertow", "--results-dir", str(tmp_path), "--port", str(port)])
+    code = cli.main(["--quick", "--servers", "undertow", "--results-dir", str(tmp_path), "--port", str(port)])
     assert code == 1
     err = capsys.readouterr().err
     assert "only 1 KiB free for the results" in err and "finished pairs are kept" in err
     (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
     assert not (run_dir / "summary.json").exists()
     assert json.loads((run_dir / "run.json").read_text())["status"] == "incomplete"
-    assert len((run_dir / "pairs.jsonl").read_text().splitlines()) == 1  # what finished stays
+    # What finished stays: the pair measured before the disk filled; the pair that was starting is on record as
+    # stopped, and why.
+    # (Their records are written as each pair's processes stop, in either order.)
+    first, second = sorted(pairs_of(run_dir), key=lambda e: e["status"] != "measured")
+    assert first["status"] == "measured" and second["status"] == "interrupted"
+    assert second["reason"].startswith("run stopped: ") and "only 1 KiB free for the results" in second["reason"]
     assert nothing_left(port)
 
 
@@ -418,14 +448,14 @@ def maven_processes_here() -> list[int]:
 
 
 def test_interruption_during_the_build_stops_maven_too(tmp_path):
-    stamp = ROOT / ".build" / "stamp"
-    os.utime(stamp, (0, 0))  # the last complete build is older than every source: the next run rebuilds
+    stamp = ROOT / ".build" / "servers_undertow.stamp"
+    os.utime(stamp, (0, 0))  # undertow's last build is older than every source: the next run of it rebuilds it
     err_file = tmp_path / "stderr"
     with err_file.open("w") as err:
         proc = subprocess.Popen([str(RUN_ALL), "--quick", "--servers", "undertow", "--results-dir", str(tmp_path),
                                  "--port", str(free_port())], stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 120
-    while "building with the Maven wrapper" not in err_file.read_text() or not maven_processes_here():
+    while "with the Maven wrapper" not in err_file.read_text() or not maven_processes_here():
         assert proc.poll() is None, err_file.read_text()
         assert time.monotonic() < deadline, "the build did not start"
         time.sleep(0.1)

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from runs import lean_block
+from runs import lean_block, lean_pair
 
 from latency_diff import lean
 
@@ -22,7 +22,7 @@ def test_a_valid_output_reads_back_exactly():
 
 @pytest.mark.parametrize("text, message", [
     (_text()[:-40], "b.json: not valid JSON"),
-    ("[]", "b.json: field 'format' is not 'latency-diff/lean/1'"),
+    ("[]", "b.json: not a JSON object: not lean-client output"),
     (_text(format="latency-diff/lean/0"), "field 'format' is not"),
     (_text(completed=None), "field 'completed' is missing or not a non-negative integer"),
     (_text(non_2xx=-1), "field 'non_2xx' is missing or not a non-negative integer"),
@@ -66,3 +66,63 @@ def test_an_unreadable_file_is_an_error(tmp_path):
     (tmp_path / "bin.json").write_bytes(b"\xff\xfe")
     with pytest.raises(lean.LeanParseError, match="not text"):
         lean.parse_file(tmp_path / "bin.json")
+
+
+# -- the interleaved client's output ------------------------------------------------------------------------------
+def _pair(**changes) -> dict:
+    data = lean_pair([(20_000, 27_000), (21_000, 28_000)])
+    data.update(changes)
+    return data
+
+
+def test_an_interleaved_output_reads_back_exactly():
+    run = lean.parse_pair(json.dumps(_pair()), "p")
+    assert (run.requests, run.segment, len(run.segments)) == (4000, 2000, 2)
+    assert run.sides["base"].completed == run.sides["server"].completed == 4000
+    first = run.segments[0]
+    assert (first["base"].mean_ns, first["server"].mean_ns) == (20_000.0, 27_000.0)
+    assert first["server"].histogram.buckets == ((27_000, 27_000, 2000),)
+    assert run.problems(requests=4000, response_bytes={"base": 296, "server": 296}) == []
+    assert lean.parse_pair(_pair(), "p") == run  # the decoded object, as a run's blocks file holds it
+
+
+def _broken(path, value):
+    data = _pair()
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize("data, message", [
+    (_pair(format="latency-diff/lean/1"), "field 'format' is not 'latency-diff/lean-pair/1'"),
+    (_pair(segment=None), "field 'segment' is missing or not a non-negative integer"),
+    (_pair(a=None), "field 'a' is missing"),
+    (_broken(["b", "completed"], -1), "side b: field 'completed' is missing or not a non-negative integer"),
+    (_pair(segments={}), "field 'segments' is missing"),
+    (_broken(["segments", 1, "a"], None), "segment 2 side a: missing, or without buckets"),
+    (_broken(["segments", 0, "b", "count"], 1999), "segment 1 side b: 1999 round trips, the segment is 2000"),
+    (_broken(["segments", 0, "b", "buckets"], [[27_000, 27_000, 1999]]),
+     "segment 1 side b: the histogram holds 1999 values, 'count' says 2000"),
+    (_broken(["segments", 0, "a", "buckets"], [[5, 4, 2000]]), "segment 1 side a: bucket [5, 4, 2000]"),
+    (_broken(["a", "completed"], 3999), "2 segments of 2000 but only 3999 requests completed on a side"),
+])
+def test_a_malformed_interleaved_output_is_an_error_naming_the_field(data, message):
+    with pytest.raises(lean.LeanParseError, match="^p: ") as e:
+        lean.parse_pair(data, "p")
+    assert message in str(e.value)
+
+
+def test_what_makes_an_interleaved_run_not_count():
+    data = _pair(error="request 7 to b: no response within 300 ms")
+    data["b"].update(non_2xx=2, length_mismatch=1, response_bytes=300)
+    run = lean.parse_pair(data, "p")
+    assert run.problems(requests=6000, response_bytes={"base": 296, "server": 296}) == [
+        "lean client: request 7 to b: no response within 300 ms",
+        "lean client completed 4000 of 6000 requests to the baseline",
+        "lean client completed 4000 of 6000 requests to the server",
+        "2 non-2xx responses from the server",
+        "1 responses from the server of another length than the first: the response length changed",
+        "responses of 300 bytes from the server, expected 296",
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -110,6 +111,96 @@ def test_the_lean_client_rejects_bad_arguments(tmp_path):
         assert proc.stderr.startswith("lean: ") and "usage" in proc.stderr.lower(), proc.stderr
 
 
+class Recorder:
+    """Two ports served by one recorder: every request's port, in the order the requests arrived."""
+
+    def __init__(self):
+        import socket
+        import threading
+        self.order: list[int] = []
+        self.lock = threading.Lock()
+        self.listeners = []
+        for _ in range(2):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            self.listeners.append(s)
+            threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+        self.ports = [s.getsockname()[1] for s in self.listeners]
+        from misbehaving import response
+        self.response = response("ok", 0, "recorder")
+
+    def _accept(self, listener):
+        import threading
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn, listener.getsockname()[1]), daemon=True).start()
+
+    def _serve(self, conn, port):
+        buf = b""
+        with conn:
+            while data := conn.recv(4096):
+                buf += data
+                while b"\r\n\r\n" in buf:
+                    _, buf = buf.split(b"\r\n\r\n", 1)
+                    with self.lock:
+                        self.order.append(port)
+                    conn.sendall(self.response)
+
+    def close(self):
+        for s in self.listeners:
+            s.close()
+
+
+def test_the_interleaved_client_alternates_in_abba_runs_and_keeps_a_histogram_per_side(tmp_path):
+    rec = Recorder()
+    try:
+        request = tmp_path / "request.bin"
+        request.write_bytes(conformance.ab_request("127.0.0.1", rec.ports[0]))
+        cmd = lean.pair_command("127.0.0.1", rec.ports[0], rec.ports[1], request, 24, 3, 12, 5000, warmup=2)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    finally:
+        rec.close()
+    assert proc.returncode == 0, proc.stderr
+    a, b = rec.ports
+    # Warm-up: a, b, a, b. Then runs of 3 in ABBA order, then BAAB: aaa bbb bbb aaa, bbb aaa aaa bbb, ...
+    quad = [a] * 3 + [b] * 6 + [a] * 3
+    baab = [b] * 3 + [a] * 6 + [b] * 3
+    assert rec.order == [a, b, a, b] + quad + baab + quad + baab
+    run = lean.parse_pair(proc.stdout)
+    # 24 requests a side in segments of 12: 2 segments, each with one histogram per side of exactly 12 values.
+    assert len(run.segments) == 2 and all(g[w].count == 12 == g[w].histogram.count for g in run.segments for w in g)
+    assert run.sides["base"].port == a and run.sides["server"].port == b
+    assert run.problems(requests=24, response_bytes={"base": len(rec.response), "server": len(rec.response)}) == []
+
+
+def test_the_interleaved_client_names_the_side_that_failed(tmp_path, misbehaving):
+    ok, closing = misbehaving("ok"), misbehaving("close-after-3")
+    request = tmp_path / "request.bin"
+    request.write_bytes(conformance.ab_request("127.0.0.1", ok))
+    proc = subprocess.run(lean.pair_command("127.0.0.1", ok, closing, request, 40, 2, 4, 5000),
+                          capture_output=True, text=True, timeout=60)
+    run = lean.parse_pair(proc.stdout)
+    assert proc.returncode == 1
+    assert run.error == "request 4 to b: the server closed the connection"
+    # Runs of 2 in ABBA order: a a, b b, b (its third, the last it answers), b (the fourth: closed).
+    assert (run.sides["base"].completed, run.sides["server"].completed, len(run.segments)) == (2, 3, 0)
+
+
+def test_the_interleaved_client_refuses_segments_that_split_a_quad(tmp_path):
+    (tmp_path / "r").write_bytes(b"GET / HTTP/1.0\r\n\r\n")
+    base = [str(lean.EXECUTABLE), "--host", "127.0.0.1", "--port", "1", "--interleave", "2", "--request",
+            str(tmp_path / "r")]
+    for args, message in ((["--requests", "12", "--run", "4", "--segment", "12"], "not a multiple of 2 x --run"),
+                          (["--requests", "20", "--run", "2", "--segment", "8"], "is not a multiple of --segment"),
+                          (["--requests", "8", "--segment", "8"], "--interleave needs --run and --segment")):
+        proc = subprocess.run(base + args, capture_output=True, text=True, timeout=10)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+
+
 def test_the_agent_reports_allocation_and_gc_of_the_server_jvm(tmp_path):
     sock = tmp_path / "agent.sock"
     # A 1 MB young generation: the requests' garbage must set off young collections.
@@ -126,6 +217,19 @@ def test_the_agent_reports_allocation_and_gc_of_the_server_jvm(tmp_path):
     assert 20_000 * 100 < d["allocated_bytes"] < 20_000 * 100_000, d
     assert d["gc_count"] >= 1 and d["gc_count"] == after["gc_count"] - before["gc_count"], d
     assert after["uptime_ms"] > before["uptime_ms"]
+
+
+def test_the_agent_says_when_the_compile_queue_is_empty(tmp_path):
+    sock = tmp_path / "agent.sock"
+    with ServerProcess(SERVERS["dummy"], 0, tmp_path / "d.log", jvm_flags=[agent.jvm_flag(sock)]) as p:
+        p.start()
+        compiling, queued = agent.jit(sock)
+        assert compiling >= 0 and queued >= 0
+        # An idle JVM empties its queue within seconds.
+        deadline = time.monotonic() + 20
+        while agent.jit(sock) != (0, 0):
+            assert time.monotonic() < deadline, agent.jit(sock)
+            time.sleep(0.1)
 
 
 def test_a_missing_agent_is_a_clear_error(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import pair, paired, schedule
+from latency_diff import paired, schedule
 from latency_diff.histogram import Histogram
 from latency_diff.servers import Server
 from latency_diff.settings import PROFILES
@@ -49,38 +49,49 @@ def test_quads_alternate_abba_and_baab():
 
 def test_a_quad_cancels_linear_drift():
     # The dummy takes 10 us and the server 15, and the machine slows by 1 us a block (t = 0, 1, 2, 3):
-    # D S S D measures 10, 16, 17, 13 -> (16 + 17 - 10 - 13) / 2 = 5, the true difference.
-    assert paired.quad_diff(("base", "server", "server", "base"), (10, 16, 17, 13)) == 5.0
+    # D S S D measures 10, 16, 17, 13: base (10 + 13) / 2 = 11.5, server (16 + 17) / 2 = 16.5, diff 5, the truth.
+    u = paired.quad_unit(("base", "server", "server", "base"), (10, 16, 17, 13), (10, 16, 17, 13))
+    assert (u.base_ns, u.server_ns, u.diff_ns) == (11.5, 16.5, 5.0)
     # S D D S with the same drift: 15, 11, 12, 18 -> (15 + 18 - 11 - 12) / 2 = 5.
-    assert paired.quad_diff(("server", "base", "base", "server"), (15, 11, 12, 18)) == 5.0
+    assert paired.quad_unit(("server", "base", "base", "server"), (15, 11, 12, 18), (0, 0, 0, 0)).diff_ns == 5.0
     with pytest.raises(ValueError, match="two base and two server"):
-        paired.quad_diff(("base", "base", "base", "server"), (1, 2, 3, 4))
+        paired.quad_unit(("base", "base", "base", "server"), (1, 2, 3, 4), (1, 2, 3, 4))
 
 
-def test_pair_estimate_is_the_median_of_its_quads():
-    assert paired.pair_estimate([5.0, 7.0, 100.0]) == 7.0  # one stall-hit quad does not move it
-    assert paired.pair_estimate([5.0, 7.0]) == 6.0
+def test_a_pair_estimate_takes_medians_of_its_units():
+    units = [paired.Unit(10_000, 15_000, 10_000, 15_000), paired.Unit(10_000, 14_000, 10_000, 14_000),
+             paired.Unit(20_000, 40_000, 20_000, 90_000)]
+    e = paired.estimate(units)
+    # Diffs 5,000, 4,000, 20,000 -> median 5,000 (one unit a stall hit does not move it); ratios 1.5, 1.4, 2.0 ->
+    # 1.5; the baseline round trip is the mean of the units' (10,000 + 10,000 + 20,000) / 3.
+    assert (e.diff_ns, e.ratio, e.units) == (5000.0, 1.5, 3)
+    assert e.base_ns == pytest.approx(40_000 / 3)
+    assert e.plain_diff_ns == 5000.0  # median of 5,000, 4,000, 70,000
+    # At a reference round trip of 12,000: (1.5 - 1) * 12,000 = 6,000.
+    assert e.scaled_ns(12_000) == 6000.0
+    assert paired.reference_ns([30_000, 10_000, 20_000, 40_000]) == 25_000.0
+    assert paired.unit_scaled(units, 10_000) == pytest.approx([5000.0, 4000.0, 10_000.0])
 
 
 def test_within_and_between_variance():
-    # Pair 1: quads 1, 3 (mean 2, squares 1 + 1 = 2, 1 dof); pair 2: 2, 4, 6 (mean 4, squares 4 + 0 + 4 = 8,
+    # Pair 1: units 1, 3 (mean 2, squares 1 + 1 = 2, 1 dof); pair 2: 2, 4, 6 (mean 4, squares 4 + 0 + 4 = 8,
     # 2 dof): pooled 10 / 3.
     assert paired.within_variance([[1.0, 3.0], [2.0, 4.0, 6.0]]) == pytest.approx(10 / 3)
     assert paired.within_variance([[1.0], [2.0]]) is None
     # Pairs [1, 3] and [5, 7]: within (2 + 2) / 2 = 2; estimates (medians) 2 and 6, variance 8; a median of
-    # 2 quads has variance (pi / 2) * 2 / 2 = pi / 2, so the between-pair part is 8 - pi / 2 = 6.4292.
+    # 2 units has variance (pi / 2) * 2 / 2 = pi / 2, so the between-pair part is 8 - pi / 2 = 6.4292.
     assert paired.between_variance([[1.0, 3.0], [5.0, 7.0]], 2.0) == pytest.approx(8 - math.pi / 2)
     # Pairs that agree: no between-pair part left (never negative).
     assert paired.between_variance([[1.0, 3.0], [1.0, 3.0]], 2.0) == 0.0
 
 
-def test_optimal_quads_kalibera_jones():
-    # sqrt(c_p * (pi / 2) * S_w^2 / (c_q * T^2)) = sqrt(20 * 1.5708 * 4 / (1 * 1)) = sqrt(125.66) = 11.2 -> 11.
-    assert paired.optimal_quads(4.0, 1.0, 20.0, 1.0, 2, 16, 6) == 11
-    # Big between-pair variance: as few quads as allowed, so the time goes to more pairs.
-    assert paired.optimal_quads(4.0, 1000.0, 20.0, 1.0, 2, 16, 6) == 2
-    assert paired.optimal_quads(4.0, 0.0, 20.0, 1.0, 2, 16, 6) == 16
-    assert paired.optimal_quads(None, 1.0, 20.0, 1.0, 2, 16, 6) == 6  # not known yet: keep
+def test_optimal_units_kalibera_jones():
+    # sqrt(c_p * (pi / 2) * S_w^2 / (c_u * T^2)) = sqrt(20 * 1.5708 * 4 / (1 * 1)) = sqrt(125.66) = 11.2 -> 11.
+    assert paired.optimal_units(4.0, 1.0, 20.0, 1.0, 2, 16, 6) == 11
+    # Big between-pair variance: as few units as allowed, so the time goes to more pairs.
+    assert paired.optimal_units(4.0, 1000.0, 20.0, 1.0, 2, 16, 6) == 2
+    assert paired.optimal_units(4.0, 0.0, 20.0, 1.0, 2, 16, 6) == 16
+    assert paired.optimal_units(None, 1.0, 20.0, 1.0, 2, 16, 6) == 6  # not known yet: keep
 
 
 def test_target():
@@ -92,65 +103,79 @@ def test_target():
     assert not paired.target_met(Summary(30_000.0, 30_000.0, None, None, None, 1))
 
 
-def test_block_plan_alternates_clients_and_orders():
-    plan = pair.block_plan(2, ("lean", "ab"))
-    assert plan[:4] == [("lean", 0, 0, "base"), ("lean", 0, 1, "server"), ("lean", 0, 2, "server"),
-                        ("lean", 0, 3, "base")]
-    assert plan[4:8] == [("ab", 0, 0, "base"), ("ab", 0, 1, "server"), ("ab", 0, 2, "server"), ("ab", 0, 3, "base")]
-    # The second quad: ab goes first, and each client's quad is S D D S.
-    assert plan[8:12] == [("ab", 1, 0, "server"), ("ab", 1, 1, "base"), ("ab", 1, 2, "base"), ("ab", 1, 3, "server")]
-    assert [p[0] for p in plan[12:]] == ["lean"] * 4
-    assert len(pair.block_plan(3, ("lean",))) == 12
-
-
 def _settings(**kw):
     from latency_diff.settings import Settings
-    base = dict(servers=[], profile="default", warmup=0, block_requests=100, block_warmup=0, quads=6, min_pairs=3,
-                max_pairs=5, budget=60.0, precision=5.0, precision_floor=0.5, wait_for_jit=False, client="lean",
-                http="auto", pinning="shared", client_cpu=None, server_cpu=None, port=8080, jvm_flags=[],
-                results_dir=Path("."), start_timeout=1.0, allow_concurrent=False, sources={})
+    base = dict(servers=[], profile="default", warmup=0, settle="queue", run_length=64, segment=2048, segments=16,
+                pair_warmup=0, ab_quads=0, ab_requests=100, min_pairs=3, max_pairs=5, budget=60.0, precision=5.0,
+                precision_floor=0.5, client="lean", http="auto", pinning="shared", client_cpu=None, server_cpu=None,
+                prepare_cpu=None, port=8080, jvm_flags=[], results_dir=Path("."), start_timeout=1.0,
+                allow_concurrent=False, sources={})
     base.update(kw)
     return Settings(**base)
 
 
-def _state():
-    return schedule.ServerState(Server(name="x", display="X", module_dir=Path("."), threading="blocking", notes="n"), 6)
+def _state(name="x"):
+    return schedule.ServerState(Server(name=name, display=name, module_dir=Path("."), threading="blocking",
+                                       notes="n"), 6)
+
+
+def _units(base, server, n=2):
+    return [paired.Unit(base, server, base, server)] * n
 
 
 def test_stopping_rule():
     s = _settings()
     st = _state()
-    assert st.wants_more(s)  # no pair yet
+    assert st.wants_more(s, None)  # no pair yet
     for _ in range(3):
-        st.record([10_000.0, 10_100.0], 10.0, 6.0, 2)
-    # Three identical estimates of 10,050 ns: half-width 0 <= 502.5: met, so no more pairs.
-    assert st.met(s) and not st.wants_more(s)
+        st.record(_units(10_000, 20_050), 10.0, 6.0, 10_000)
+    # Three identical scaled diffs of 10,050 ns: half-width 0 <= 502.5: met, so no more pairs.
+    assert st.met(s, 10_000) and not st.wants_more(s, 10_000)
     st = _state()
-    for est in (10_000.0, 14_000.0, 18_000.0):
-        st.record([est, est], 10.0, 6.0, 2)
+    for est in (10_000, 14_000, 18_000):
+        st.record(_units(10_000, 10_000 + est), 10.0, 6.0, 10_000)
     st.spent = 30.0
     # Mean 14,000, sd 4,000, half-width 4.303 * 4000 / sqrt(3) = 9,937 > 700: not met; 30 + 10 <= 60: more.
-    assert not st.met(s) and st.wants_more(s)
+    assert not st.met(s, 10_000) and st.wants_more(s, 10_000)
     st.spent = 55.0  # 55 + 10 > 60: the budget is spent
-    assert not st.wants_more(s)
+    assert not st.wants_more(s, 10_000)
     st.spent = 0.0
-    for est in (10_000.0, 14_000.0):
-        st.record([est, est], 10.0, 6.0, 2)
-    assert len(st.pair_quads) == 5 and not st.wants_more(s)  # --max-pairs 5
+    for est in (10_000, 14_000):
+        st.record(_units(10_000, 10_000 + est), 10.0, 6.0, 10_000)
+    assert st.pairs == 5 and not st.wants_more(s, 10_000)  # --max-pairs 5
+
+
+def test_the_stopping_rule_scales_by_the_pairs_baselines():
+    # Ratios 2.0 on a dummy of 10,000 and of 12,000: 10,000 and 12,000 unscaled, but 10,000 each at a reference
+    # of 10,000: the scaled interval has no width, so the target is met after 3 pairs.
+    s = _settings()
+    st = _state()
+    for base in (10_000, 12_000, 10_000):
+        st.record(_units(base, 2 * base), 10.0, 6.0, 10_000)
+    assert st.estimates(10_000) == [10_000.0, 10_000.0, 10_000.0] and st.met(s, 10_000)
 
 
 def test_rounds_rotate_the_order():
     s = _settings()
-    states = [schedule.ServerState(Server(name=n, display=n, module_dir=Path("."), threading="blocking", notes="n"),
-                                   6) for n in "abc"]
-    assert [x.server.name for x in schedule.next_round(states, s, 1)] == ["a", "b", "c"]
-    assert [x.server.name for x in schedule.next_round(states, s, 2)] == ["b", "c", "a"]
-    assert [x.server.name for x in schedule.next_round(states, s, 3)] == ["c", "a", "b"]
-    states[1].failed = "start: no"
-    assert [x.server.name for x in schedule.next_round(states, s, 1)] == ["a", "c"]
+    sch = schedule.Schedule([_state(n) for n in "abc"])
+    assert [x.server.name for x in sch.next_round(s, 1)] == ["a", "b", "c"]
+    assert [x.server.name for x in sch.next_round(s, 2)] == ["b", "c", "a"]
+    assert [x.server.name for x in sch.next_round(s, 3)] == ["c", "a", "b"]
+    sch.states[1].failed = "start: no"
+    assert [x.server.name for x in sch.next_round(s, 1)] == ["a", "c"]
 
 
-def test_profiles_name_every_knob():
-    keys = {"warmup", "block_requests", "block_warmup", "quads", "min_pairs", "max_pairs", "budget", "wait_for_jit",
-            "pin_after_warmup"}
-    assert all(set(p) == keys for p in PROFILES.values())
+def test_the_schedule_reference_is_the_median_of_every_pairs_baseline():
+    sch = schedule.Schedule([_state("a"), _state("b")])
+    assert sch.reference_ns() is None
+    sch.states[0].record(_units(10_000, 11_000), 10.0, 6.0, 10_000)
+    sch.states[1].record(_units(30_000, 31_000), 10.0, 6.0, 10_000)
+    sch.states[1].record(_units(20_000, 21_000), 10.0, 6.0, 10_000)
+    assert sch.reference_ns() == 20_000.0
+
+
+def test_profiles_name_every_setting():
+    keys = {"warmup", "settle", "run_length", "segment", "segments", "pair_warmup", "ab_quads", "ab_requests",
+            "min_pairs", "max_pairs", "budget"}
+    assert all(set(p) - {"client"} == keys for p in PROFILES.values())
+    assert all(p["segment"] % (2 * p["run_length"]) == 0 for p in PROFILES.values())

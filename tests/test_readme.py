@@ -1,6 +1,7 @@
 import re
 
-from latency_diff import KIT_ROOT, readme
+from latency_diff import KIT_ROOT
+from latency_diff.export import readme
 
 
 def test_readme_tables_are_the_committed_runs_tables():
@@ -30,7 +31,7 @@ def test_the_options_page_lists_the_drivers_options():
 
 
 def test_every_option_has_its_variable():
-    """LATENCY_DIFF_<OPTION> for every option: resolve() reads each through knob(), which names its source."""
+    """LATENCY_DIFF_<OPTION> for every option: resolve() reads each through setting(), which names its source."""
     from latency_diff import settings
     parser = settings.build_parser("")
     names = {a.dest for a in parser._actions if a.option_strings and a.dest not in ("help", "list")}

@@ -12,7 +12,7 @@ import pytest
 from matplotlib import image
 from runs import make_paired_run
 
-from latency_diff import analyze, model
+from latency_diff import evaluate, export
 
 SERVERS = {"undertow": [(20_000, 27_000), (21_000, 28_500), (19_000, 26_500)],
            "jetty": [(20_000, 50_000), (20_000, 52_000), (20_000, 49_000)],
@@ -42,7 +42,7 @@ def _browser(tmp_path, *args: str) -> subprocess.CompletedProcess:
 def page(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("html")
     run = make_paired_run(tmp, SERVERS)
-    analyze.write_outputs(run, model.build(run))
+    export.write_all(run, evaluate.build(run))
     return run / "report.html"
 
 
@@ -69,7 +69,7 @@ def test_chromium_lays_out_the_tables_and_both_plots(tmp_path, page):
     got = _rendered(dom)
     # The dummy and the three servers in the main table; the sections' tables; both plots with a size.
     assert got["rows"] == 4 and got["plots"] == 2 and got["tables"] >= 4, got
-    assert _main_rows(dom) == ["dummy (baseline)", "vertx", "undertow", "jetty"]  # ranked by diff
+    assert _main_rows(dom) == ["dummy (baseline)", "vertx", "undertow", "jetty"]  # ranked by the scaled diff
 
 
 def test_sorting_by_a_column_reorders_the_rows(tmp_path, page):

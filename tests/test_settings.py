@@ -53,3 +53,25 @@ def test_http11_means_the_lean_client(monkeypatch):
     assert s.clients == ("lean",)
     with pytest.raises(RunError, match="lean client only"):
         resolve(["--http", "1.1", "--client", "both"], monkeypatch)
+
+
+def test_a_segment_must_hold_whole_abba_quads_of_runs(monkeypatch):
+    with pytest.raises(RunError, match=r"--segment 100 is not a multiple of 2 x --run-length \(512\)"):
+        resolve(["--segment", "100"], monkeypatch)
+
+
+def test_preparing_ahead_follows_the_pinning(monkeypatch):
+    import os
+    usable = sorted(os.sched_getaffinity(0))
+    s = resolve([], monkeypatch)
+    assert s.pinning == "shared" and s.prepare_cpu == (usable[0] if len(usable) > 1 else None)
+    assert s.prepare_cpu != s.server_cpu
+    assert resolve(["--prepare-ahead", "off"], monkeypatch).prepare_cpu is None
+    assert resolve(["--pinning", "none"], monkeypatch).prepare_cpu is None
+    with pytest.raises(RunError, match="--prepare-ahead on needs --pinning shared"):
+        resolve(["--pinning", "none", "--prepare-ahead", "on"], monkeypatch)
+
+
+def test_the_original_profile_is_abs_own_run(monkeypatch):
+    s = resolve(["--profile", "original"], monkeypatch)
+    assert s.clients == ("ab",) and s.ab_requests == 10_000_000 and s.ab_quads == 1 and s.warmup == 0

@@ -71,10 +71,10 @@ def _free_ports() -> int:
     """P with P to P+8 free: the ports a run needs (the busy-port check comes before the lock)."""
     import random
 
-    from latency_diff import driver
+    from latency_diff import ports
     while True:
         port = random.randrange(20000, 32000)
-        if all(driver.port_free(p) for p in range(port, port + driver.SERVER_PORTS + 1)):
+        if all(ports.free(p) for p in range(port, port + ports.PORTS)):
             return port
 
 

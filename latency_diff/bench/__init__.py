@@ -1,0 +1,11 @@
+"""The kit's benchmarks of its own method: one entry point, `scripts/bench.sh NAME` (python3 -m latency_diff.bench).
+
+    robustness  quiet against the stall and drift injectors: diffs agree, intervals at most 1.5x as wide
+    design      precision per minute against an earlier commit's design, quiet and under each injector
+    interleave  how finely to interleave: the run length's effect on precision per minute and on the diff
+    warmup      a pair's preparation: warm-up length, the JIT wait, preparing ahead; time and diffs
+    pinning     precision per minute of shared, split and no pinning
+    repeat      reproducibility: two runs back to back
+
+Targets are measured here and in committed runs, never in tests. Each writes results/<name>-<time>/.
+"""

@@ -1,0 +1,399 @@
+"""From a run directory's records to its result model: parse every block, pair the units, scale, summarize, check.
+
+A pair counts only if it was measured and every block passes every check (no failed or non-2xx
+request, every response the length of the process's checked response, all kept alive). A server
+with any failed pair is invalid, with the reason, and is left out of the comparison.
+
+Per server and client: each pair's units (paired.py) give its scaled diff, its ratio and its
+unscaled diff; the server's figures are their means over pairs with Student-t 95% intervals. The
+reference baseline round trip that the diffs are scaled to is the median over every valid pair of
+the run (every server, the ladder and the null pair) of its baseline round trip, per client. The
+headline client is the interleaved lean client when the run used it, else ab.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from . import histogram, lean, paired, rundir, stats
+from . import warnings as w
+from .abparse import AbParseError
+from .abparse import parse as parse_ab
+from .model import ClientResult, Costs, Pair, RunResult, Scaling, ServerResult
+from .records import BlockRecord, CostRecord, PairRecord
+from .stats import Summary
+from .warmup import JIT_BUSY_SHARE
+
+BODY_BYTES = 10
+#: The CPU cross-check (shared pinning): the latency diff and the CPU-time diff should agree within this.
+CPU_CHECK_ABS_NS = 2000.0
+CPU_CHECK_REL = 0.5
+#: Without waiting for the JIT, a JVM that served fewer requests than this is still interpreting and compiling
+#: while it is measured (the default profile warms up with this many and waits).
+WARM_REQUESTS = 100_000
+#: The floor's ratio to the dummy should hold within this relative sd over its pairs.
+FLOOR_RATIO_SD_MAX = 0.02
+FLOOR = "floor"
+
+
+class AnalysisError(Exception):
+    """The run directory cannot be analyzed; the message names the file and the field."""
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def _costs(c: CostRecord, where: str) -> Costs:
+    try:
+        ns_per_tick = 1e9 / c.clock_ticks_per_s
+        n = c.requests
+        out = Costs(requests=n, cpu_user_ns=c.utime_ticks * ns_per_tick / n,
+                    cpu_system_ns=c.stime_ticks * ns_per_tick / n, jit_cpu_ms=c.jit_ticks * ns_per_tick / 1e6,
+                    wall_s=float(c.wall_s), jit_ns=c.jit_ticks * ns_per_tick / n, jvm_error=c.jvm_error)
+        if c.jvm:
+            out.alloc_bytes = c.jvm["allocated_bytes"] / n if c.jvm["allocated_bytes"] >= 0 else None
+            out.gc_count, out.gc_time_ms = int(c.jvm["gc_count"]), int(c.jvm["gc_time_ms"])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
+        raise AnalysisError(f"{where}: bad cost record ({e!r})") from e
+    return out
+
+
+def _block_where(files: rundir.RunFiles, b: BlockRecord) -> str:
+    spot = "" if b.client == "lean-pair" else f" quad {b.quad} slot {b.slot} ({b.target})"
+    return f"{files.dir / rundir.BLOCKS}: {b.server} pair {b.pair} {b.client} block{spot}"
+
+
+def read_pair(files: rundir.RunFiles, rec: PairRecord) -> Pair:
+    """One pair record with its blocks, parsed and checked. Raises AnalysisError when a block is unreadable."""
+    p = Pair(pair=rec.pair, status=rec.status, round=rec.round, reason=rec.reason, phase=rec.phase, http=rec.http,
+             seconds=dict(rec.seconds))
+    if rec.status != "measured":
+        return p  # failed or interrupted: the reason says why; nothing of it counts
+    blocks = files.blocks.get((rec.server, rec.pair), [])
+    if not blocks:
+        raise AnalysisError(f"{files.dir / rundir.PAIRS}: {rec.server} pair {rec.pair}: measured but no blocks in "
+                            f"{rundir.BLOCKS}")
+    lengths = {"base": rec.base.response_bytes if rec.base else None,
+               "server": rec.process.response_bytes if rec.process else None}
+    requests = rec.interleave["requests"] if rec.interleave else None
+    single_requests = files.settings.get("ab_requests") if "ab_requests" in files.settings else \
+        files.settings.get("block_requests")
+    problems: list[str] = []
+    quads: dict[tuple[str, int], list[tuple[int, str, float, float]]] = {}
+    for b in blocks:
+        where = _block_where(files, b)
+        if b.client == "lean-pair":
+            try:
+                run = lean.parse_pair(b.output, where)
+            except lean.LeanParseError as e:
+                raise AnalysisError(str(e)) from e
+            problems += [f"lean client: {x}" for x in run.problems(requests=requests, response_bytes=lengths)]
+            p.units.setdefault("lean", []).extend(_segment_unit(g) for g in run.segments)
+            hists = p.histograms.setdefault("lean", {"base": [], "server": []})
+            for g in run.segments:
+                for who in ("base", "server"):
+                    hists[who].append(g[who].histogram)
+            continue
+        who = "baseline" if b.target == "base" else "server"
+        if b.client == "lean":
+            try:
+                one = lean.parse(b.output, where)
+            except lean.LeanParseError as e:
+                raise AnalysisError(str(e)) from e
+            why = one.problems(requests=files.settings.get("block_requests"), response_bytes=lengths[b.target])
+            if not one.completed:
+                why = why or ["lean client completed no request"]
+            else:
+                quads.setdefault(("lean", b.quad), []).append(
+                    (b.slot, b.target, paired.trimmed_mean(one.histogram), one.rtt_ns))
+                p.histograms.setdefault("lean", {"base": [], "server": []})[b.target].append(one.histogram)
+        else:
+            try:
+                ab = parse_ab(b.output, where)
+            except AbParseError as e:
+                raise AnalysisError(str(e)) from e
+            why = ab.problems(requests=single_requests, response_bytes=lengths[b.target], body_bytes=BODY_BYTES)
+            quads.setdefault(("ab", b.quad), []).append((b.slot, b.target, ab.block_rtt_ns, ab.rtt_ns))
+        problems += [f"{b.client} block (quad {b.quad}, {who}): {x}" for x in why]
+    for (client, _), blocks4 in sorted(quads.items()):
+        if len(blocks4) == 4:
+            blocks4.sort()
+            p.units.setdefault(client, []).append(paired.quad_unit([x[1] for x in blocks4], [x[2] for x in blocks4],
+                                                                   [x[3] for x in blocks4]))
+    if problems:
+        p.reason = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+    for who, c in rec.costs.items():
+        p.costs[who] = _costs(c, f"{files.dir / rundir.PAIRS}: {rec.server} pair {rec.pair}")
+    return p
+
+
+def _segment_unit(g: dict[str, lean.SegmentSide]) -> paired.Unit:
+    b, s = g["base"], g["server"]
+    return paired.Unit(paired.trimmed_mean(b.histogram), paired.trimmed_mean(s.histogram), b.mean_ns, s.mean_ns)
+
+
+def build(run_dir: Path) -> RunResult:
+    """Reads and evaluates a run directory. Raises AnalysisError naming the file and the field."""
+    try:
+        files = rundir.load(run_dir)
+    except rundir.RunDirError as e:
+        raise AnalysisError(str(e)) from e
+    settings = files.settings
+    clients = tuple(settings.get("clients") or ("lean",))
+    primary = "lean" if "lean" in clients else "ab"
+    servers: list[ServerResult] = []
+    for meta in files.run["servers"]:
+        try:
+            s = ServerResult(name=meta["name"], display=meta["display"], threading=meta["threading"],
+                             library=meta.get("library"), library_version=meta.get("library_version"),
+                             notes=meta.get("notes", ""), jvm_flags=meta.get("jvm_flags", []),
+                             baseline=bool(meta.get("baseline")), reference=bool(meta.get("reference")),
+                             http=meta.get("http", "1.0"), runs_on=meta.get("runs_on"), primary=primary)
+        except KeyError as e:
+            raise AnalysisError(f"{run_dir / rundir.RUN}: a server entry lacks field {e}") from e
+        mine = sorted((r for r in files.pairs if r.server == s.name), key=lambda r: r.pair)
+        s.pairs = [read_pair(files, r) for r in mine]
+        servers.append(s)
+    strays = sorted({r.server for r in files.pairs} - {s.name for s in servers})
+    if strays:
+        raise AnalysisError(f"{run_dir / rundir.PAIRS}: pairs of server(s) not in run.json: {', '.join(strays)}")
+    result = RunResult(run_id=files.run.get("run_id", run_dir.name), status=files.run["status"],
+                       reason=files.run.get("reason"), settings=settings, env=files.env, servers=servers,
+                       warnings=[w.FileNote(n) for n in files.notes], clients=clients, primary=primary,
+                       seconds=files.run.get("seconds"), caveat=_cold_caveat(settings))
+    evaluate(result)
+    return result
+
+
+# -- evaluating --------------------------------------------------------------------------------------
+def _summary(values: list[float | int | None]) -> Summary | None:
+    present = [v for v in values if v is not None]
+    return stats.summarize(present) if present else None
+
+
+def client_result(pairs: list[Pair], client: str, ref_ns: float) -> ClientResult | None:
+    """One client's figures over a server's valid pairs (None if it measured none of them)."""
+    used = [p for p in pairs if p.units.get(client)]
+    if not used:
+        return None
+    units = [p.units[client] for p in used]
+    est = [paired.estimate(u) for u in units]
+    scaled_units = [paired.unit_scaled(u, ref_ns) for u in units]
+    within = paired.within_variance(scaled_units)
+    between = paired.between_variance(scaled_units, within)
+    c = ClientResult(
+        client=client, ref=ref_ns, diff=stats.summarize([e.scaled_ns(ref_ns) for e in est]),
+        ratio=stats.summarize([e.ratio for e in est]), unscaled_diff=stats.summarize([e.diff_ns for e in est]),
+        plain_diff=stats.summarize([e.plain_diff_ns for e in est]), rtt=stats.summarize([e.server_ns for e in est]),
+        base_rtt=stats.summarize([e.base_ns for e in est]), plain_rtt=stats.summarize([e.server_plain_ns for e in est]),
+        estimates=[e.scaled_ns(ref_ns) for e in est], unscaled_estimates=[e.diff_ns for e in est],
+        units=[len(u) for u in units], within_sd=None if within is None else within ** 0.5,
+        between_sd=None if between is None else between ** 0.5)
+    hists = {t: [h for p in used for h in p.histograms.get(client, {}).get(t, [])] for t in ("server", "base")}
+    if hists["server"] and hists["base"]:
+        c.histogram = histogram.merge(hists["server"])
+        c.percentiles = c.histogram.percentiles()
+        c.base_percentiles = histogram.merge(hists["base"]).percentiles()
+        c.percentile_diffs = {k: v - c.base_percentiles[k] for k, v in c.percentiles.items()}
+    return c
+
+
+def reference_rtts(r: RunResult) -> dict[str, float]:
+    """Per client, the run's reference baseline round trip: the median of every valid pair's baseline round trip."""
+    out = {}
+    for client in r.clients:
+        bases = [e.base_ns for s in r.servers for p in s.pairs if p.valid and (e := p.estimate(client)) is not None]
+        if bases:
+            out[client] = paired.reference_ns(bases)
+    return out
+
+
+def evaluate(r: RunResult) -> None:
+    target_abs = float(r.settings.get("precision_floor_us", paired.ABS_TARGET_NS / 1000)) * 1000
+    target_rel = float(r.settings.get("precision_pct", paired.REL_TARGET * 100)) / 100
+    for s in r.servers:
+        if s.baseline:
+            continue
+        bad = [p for p in s.pairs if p.status == "failed" or (p.status == "measured" and not p.valid)]
+        if bad:
+            p = bad[0]
+            s.reason = f"pair {p.pair}" + (f", {p.phase}" if p.phase else "") + f": {p.reason}"
+        elif not any(p.valid for p in s.pairs):
+            s.reason = "not measured" + (" (the run was interrupted)" if r.status != "complete" else "")
+        s.valid = s.reason is None
+    r.ref = reference_rtts(r)
+    for s in r.servers:
+        s.seconds = sum(p.seconds.get("total", 0.0) for p in s.pairs)
+        s.measure_seconds = sum(p.seconds.get("measure", 0.0) for p in s.pairs)
+        if s.baseline or not s.valid:
+            continue
+        valid = [p for p in s.pairs if p.valid]
+        for client in r.clients:
+            c = client_result(valid, client, r.ref[client]) if client in r.ref else None
+            if c is not None:
+                s.clients[client] = c
+        if not s.clients:
+            s.valid, s.reason = False, "no complete unit in any pair"
+            continue
+        if s.primary not in s.clients:  # an HTTP/1.1 server in a run whose headline client is ab: none measured it
+            s.primary = next(iter(s.clients))
+        head = s.clients[s.primary]
+        s.diff = head.diff
+        s.target = paired.target_ns(s.diff.mean, target_abs, target_rel)
+        s.target_met = paired.target_met(s.diff, target_abs, target_rel)
+        _costs_of(s, valid, [p.estimate(s.primary) for p in valid], head.ref)
+        s.requests = sum(c.requests for p in valid for c in p.costs.values())
+        if "ab" in s.clients and "lean" in s.clients:
+            s.clients_agree = _overlap(s.clients["ab"].diff, s.clients["lean"].diff)
+        s.scaling_agrees = _overlap(head.diff, head.unscaled_diff)
+        s.warnings = _warnings(s, r)
+    base = r.baseline
+    if base is not None:
+        _baseline_row(r, base)
+    ranked = [s for s in r.ranked if not s.baseline]
+    for prev, cur in zip(ranked, ranked[1:], strict=False):
+        cur.differs_from_previous = (None if len(cur.estimates) < 2 or len(prev.estimates) < 2
+                                     else bool(stats.significantly_different(cur.estimates, prev.estimates)))
+    r.scaling = scaling(r)
+    _run_warnings(r)
+
+
+def _overlap(a: Summary, b: Summary) -> bool | None:
+    if a.ci95_low is None or b.ci95_low is None:
+        return None
+    return bool(a.ci95_low <= b.ci95_high and b.ci95_low <= a.ci95_high)
+
+
+def scaling(r: RunResult) -> Scaling | None:
+    """How much of the between-pair variance the scaling removed, over the servers with at least 3 pairs."""
+    rows = [(statistics.variance(c.estimates), statistics.variance(c.unscaled_estimates))
+            for s in r.servers if s.valid and not s.baseline and (c := s.clients.get(s.primary))
+            and len(c.estimates) >= 3]
+    rows = [(v_s, v_u) for v_s, v_u in rows if v_u > 0]
+    if not rows:
+        return None
+    return Scaling(servers=len(rows), removed=1 - sum(v for v, _ in rows) / sum(u for _, u in rows),
+                   median_sd_ratio=statistics.median((v / u) ** 0.5 for v, u in rows))
+
+
+def _cold_caveat(st: dict) -> str | None:
+    warmup = st.get("warmup") or 0
+    per_process = (st.get("segment") or 0) * (st.get("segments") or 0) if "segment" in st else \
+        st.get("block_requests") or 0
+    waited = st.get("settle", "queue") != "none" if "settle" in st else st.get("wait_for_jit", True)
+    if waited or warmup + per_process >= WARM_REQUESTS:
+        return None
+    return (f"smoke run: each JVM served {warmup:,} warm-up requests and {per_process:,} measured ones, and the run "
+            "did not wait for the JIT, so the diffs include the interpreter and the JIT compiling on the measured "
+            "CPU (often 10 times a default run's or more); use the default profile to rank servers")
+
+
+def _costs_of(s: ServerResult, valid: list[Pair], estimates: list, ref_ns: float) -> None:
+    """Cost per request; the CPU-time diff scaled by each pair's baseline round trip like the latency diff."""
+    server = [p.costs["server"] for p in valid if "server" in p.costs]
+    s.cpu = _summary([c.cpu_ns for c in server])
+    s.cpu_user = _summary([c.cpu_user_ns for c in server])
+    s.cpu_system = _summary([c.cpu_system_ns for c in server])
+    s.base_cpu = _summary([p.costs["base"].cpu_ns for p in valid if "base" in p.costs])
+    both = [(p, e) for p, e in zip(valid, estimates, strict=True) if "server" in p.costs and "base" in p.costs]
+    s.cpu_diff = _summary([(p.costs["server"].request_cpu_ns - p.costs["base"].request_cpu_ns)
+                           * (ref_ns / e.base_ns if e else 1.0) for p, e in both])
+    s.cpu_ratio = _summary([p.costs["server"].request_cpu_ns / p.costs["base"].request_cpu_ns for p, _ in both
+                            if p.costs["base"].request_cpu_ns > 0])
+    s.alloc = _summary([c.alloc_bytes for c in server])
+    s.gc_count = _summary([c.gc_count for c in server])
+    s.gc_time = _summary([c.gc_time_ms for c in server])
+    s.jit_cpu = _summary([c.jit_cpu_ms for c in server])
+
+
+def _baseline_row(r: RunResult, base: ServerResult) -> None:
+    """The dummy's own row: its round trip and costs from its side of every valid pair of the run."""
+    pairs = [p for s in r.servers if s.valid and not s.baseline for p in s.pairs if p.valid]
+    if not pairs:
+        base.reason = "no valid pair in this run"
+        return
+    base.valid = True
+    for client in r.clients:
+        est = [e for p in pairs if (e := p.estimate(client)) is not None]
+        if est:
+            rtt = stats.summarize([e.base_ns for e in est])
+            zero = Summary(0.0, 0.0, 0.0, 0.0, 0.0, rtt.n)
+            one = Summary(1.0, 1.0, 0.0, 1.0, 1.0, rtt.n)
+            base.clients[client] = ClientResult(client, ref=r.ref[client], diff=zero, ratio=one, unscaled_diff=zero,
+                                                plain_diff=zero, rtt=rtt, base_rtt=rtt,
+                                                plain_rtt=stats.summarize([e.base_plain_ns for e in est]))
+    base.primary = r.primary if r.primary in base.clients else next(iter(base.clients))
+    base.diff = base.clients[base.primary].diff
+    costs = [p.costs["base"] for p in pairs if "base" in p.costs]
+    base.cpu = _summary([c.cpu_ns for c in costs])
+    base.cpu_user = _summary([c.cpu_user_ns for c in costs])
+    base.cpu_system = _summary([c.cpu_system_ns for c in costs])
+    base.alloc = _summary([c.alloc_bytes for c in costs])
+    base.gc_count = _summary([c.gc_count for c in costs])
+    base.gc_time = _summary([c.gc_time_ms for c in costs])
+    base.jit_cpu = _summary([c.jit_cpu_ms for c in costs])
+
+
+def _warnings(s: ServerResult, r: RunResult) -> list[w.RunWarning]:
+    out: list[w.RunWarning] = []
+    c = s.clients[s.primary]
+    if s.diff.n < 2:
+        out.append(w.TooFewPairs(s.diff.n))
+    elif not s.target_met:
+        out.append(w.TargetMissed(s.diff.half_width, s.diff.n, s.target, c.between_sd))
+    # A pair this close to the others is noise, however tight they are: half the precision floor at least.
+    for i in stats.outliers(c.estimates, min_abs=float(r.settings.get("precision_floor_us", 0.5)) * 500):
+        out.append(w.OutlierPair(i + 1, c.estimates[i], statistics.median(c.estimates), len(c.estimates)))
+    if s.clients_agree is False:
+        out.append(w.ClientsDisagree(s.clients["ab"].diff.mean, s.clients["lean"].diff.mean))
+    if s.scaling_agrees is False and not s.ladder:
+        out.append(w.ScalingDisagrees(c.diff.mean, c.unscaled_diff.mean))
+    # In a smoke run the JIT's work on the shared CPU explains any gap (the caveat says so, once).
+    if r.settings.get("pinning") == "shared" and s.cpu_diff is not None and not s.ladder and not r.caveat:
+        limit = max(CPU_CHECK_ABS_NS, CPU_CHECK_REL * abs(s.diff.mean))
+        plain = c.plain_diff.mean if c.plain_diff.n else None
+        if abs(s.cpu_diff.mean - s.diff.mean) > limit:
+            if plain is not None and abs(s.cpu_diff.mean - plain) <= max(CPU_CHECK_ABS_NS, CPU_CHECK_REL * abs(plain)):
+                out.append(w.CpuInTail(s.cpu_diff.mean, s.diff.mean, plain))
+            else:
+                out.append(w.CpuGap(s.cpu_diff.mean, s.diff.mean))
+    valid = [p for p in s.pairs if p.valid and "server" in p.costs]
+    busy = [(p.costs["server"].jit_cpu_ms, p.costs["server"].wall_s) for p in valid if p.costs["server"].wall_s]
+    waited = r.settings.get("settle", "queue") != "none" if "settle" in r.settings else \
+        r.settings.get("wait_for_jit", True)
+    if busy and waited:
+        ms, wall = max(busy, key=lambda b: b[0] / b[1])
+        if ms / 1000 / wall > JIT_BUSY_SHARE:
+            out.append(w.JitBusy(ms, wall, JIT_BUSY_SHARE))
+    errors = sorted({cost.jvm_error for p in valid for cost in p.costs.values() if cost.jvm_error})
+    if errors:
+        out.append(w.NoAgent(errors[0]))
+    return out
+
+
+def floor_ratio(r: RunResult) -> Summary | None:
+    """The floor's round trip over the dummy's, per pair: it should hold steady (no JVM on the floor's side)."""
+    floor = r.server(FLOOR)
+    if floor is None or not floor.valid or floor.primary not in floor.clients:
+        return None
+    return floor.clients[floor.primary].ratio
+
+
+def _run_warnings(r: RunResult) -> None:
+    if r.baseline is None or not r.baseline.valid:
+        r.warnings.append(w.NoBaseline())
+    null = r.null
+    if null is not None and null.valid and null.diff.ci95_low is not None and not null.diff.ci95_low <= 0 <= \
+            null.diff.ci95_high:
+        r.warnings.append(w.NullPairBiased(null.diff.mean, null.diff.ci95_low, null.diff.ci95_high))
+    ratio = floor_ratio(r)
+    if ratio is not None and ratio.rel_spread is not None and ratio.rel_spread > FLOOR_RATIO_SD_MAX:
+        r.warnings.append(w.FloorRatioUnstable(ratio.mean, ratio.rel_spread, FLOOR_RATIO_SD_MAX))
+    if r.status != "complete":
+        r.warnings.append(w.RunIncomplete(r.status, r.reason))
+    st = r.settings
+    if st.get("pinning") == "none" or st.get("server_cpu") is None:
+        r.warnings.append(w.NotPinned())
+    load = (r.env.get("load_average_start") or [0])[0]
+    cpus = r.env.get("cpus_online") or 1
+    if load > 0.25 * cpus:
+        r.warnings.append(w.BusyMachine(load, cpus))

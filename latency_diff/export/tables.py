@@ -1,0 +1,401 @@
+"""The run's tables and sentences, built once from the result model; each exporter renders them its own way.
+
+A table is (columns, rows of strings, right-aligned column indexes), with one unit per column named
+in its header (microseconds for times; summary.json and summary.csv keep nanoseconds).
+"""
+
+from __future__ import annotations
+
+from .. import stats
+from ..histogram import PERCENTILES, label
+from ..model import RunResult, ServerResult
+from ..stats import Summary
+from ..warnings import RunWarning
+
+#: The mark of a row whose diff is not significantly different from the row above: do not rank the two.
+NOT_SIGNIFICANT = "≈"
+PERCENTILE_KEYS = tuple(label(p) for p in PERCENTILES) + ("max",)
+PLOTS = {"diffs": "Diffs with their 95% intervals", "percentiles": "Round trip by percentile"}
+
+PINNING_MEANING = {
+    "split": "client on one CPU, the baseline and the server on another (the 2014 study's set-up): a round trip "
+             "includes waking the other CPU, and the diff is the server's added critical-path latency",
+    "shared": "client, baseline and server on one CPU: a round trip is the client's plus the server's CPU work plus "
+              "the kernel's, with no cross-CPU wake-up, so the diff is the server's CPU work per request",
+    "none": "not pinned: the scheduler placed client and servers, so round trips mix both cases above",
+}
+
+Table = tuple[tuple[str, ...], list[list[str]], set[int]]
+
+
+def us(ns: float | None, digits: int = 2) -> str:
+    return "-" if ns is None else f"{ns / 1000:.{digits}f}"
+
+
+def ci_text(s: Summary | None) -> str:
+    if s is None or s.ci95_low is None:
+        return "-"
+    return f"[{s.ci95_low / 1000:.2f}, {s.ci95_high / 1000:.2f}]"
+
+
+def _mean(s: Summary | None, digits: int = 2) -> str:
+    return "-" if s is None else us(s.mean, digits)
+
+
+def _num(s: Summary | None, digits: int = 0) -> str:
+    return "-" if s is None else f"{s.mean:,.{digits}f}"
+
+
+def _count(n: int | None) -> str:
+    return "?" if n is None else f"{n:,}"
+
+
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _version(s: ServerResult) -> str:
+    if s.library is None:
+        return s.library_version or ("built in" if not s.ladder else "-")
+    return s.library_version or "?"
+
+
+def _name(s: ServerResult) -> str:
+    return s.name + (" (baseline)" if s.baseline else "")
+
+
+def _met(s: ServerResult) -> str:
+    return "-" if s.target_met is None or s.diff is None or s.diff.n < 2 else ("yes" if s.target_met else "NO")
+
+
+# -- tables ----------------------------------------------------------------------------------------
+def main_table(r: RunResult, *, compact: bool = False) -> Table:
+    """The headline: each server's scaled diff with its interval, its ratio, the pairs it took and whether the target
+    was met; compact leaves out threading, target, the ab interval and allocation (the README's copy)."""
+    cols = ["server", "version", "threading", "HTTP", "diff [us]", "diff 95% CI [us]", "ratio", "target [us]",
+            "pairs", "met", "measuring", "unscaled [us]", "ab diff [us]", "ab 95% CI [us]", "CPU diff [us]",
+            "alloc/req [B]"]
+    out = []
+    for s in r.ranked:
+        ab = s.clients.get("ab") if s.primary != "ab" else None
+        c = s.clients[s.primary]
+        if s.baseline:
+            row = [_name(s), _version(s), s.threading, s.http, "0.00", "baseline", "1.000", "-", str(s.diff.n), "-",
+                   "-", "-", "-", "-", "-", _num(s.alloc)]
+        else:
+            diff = us(s.diff.mean) + (f" {NOT_SIGNIFICANT}" if s.differs_from_previous is False else "")
+            row = [_name(s), _version(s), s.threading, s.http, diff, ci_text(s.diff), f"{c.ratio.mean:.3f}",
+                   f"±{us(s.target)}", str(s.diff.n), _met(s), _share(s.measure_share), _mean(c.unscaled_diff),
+                   _mean(ab.diff if ab else None), ci_text(ab.diff if ab else None), _mean(s.cpu_diff),
+                   _num(s.alloc)]
+        out.append(row)
+    if compact:
+        drop = {"threading", "target [us]", "ab 95% CI [us]", "alloc/req [B]", "unscaled [us]"}
+        keep = [i for i, col in enumerate(cols) if col not in drop]
+        cols, out = [cols[i] for i in keep], [[row[i] for i in keep] for row in out]
+    first = cols.index("diff [us]")
+    return tuple(cols), out, set(range(first, len(cols)))
+
+
+def study_table(r: RunResult) -> Table:
+    """The study's own figures (plain means, requests per second) and the tail, from the headline client."""
+    rows = []
+    for s in r.ranked:
+        c = s.clients[s.primary]
+        pd = c.percentile_diffs or {}
+        rows.append([_name(s), _mean(c.rtt), _mean(c.plain_rtt), f"{1e9 / c.plain_rtt.mean:,.0f}",
+                     "0.00" if s.baseline else _mean(c.plain_diff), "baseline" if s.baseline else ci_text(c.plain_diff),
+                     us(pd.get("p50")), us(pd.get("p99")), us(pd.get("p99.9"))])
+    cols = ("server", "round trip [us]", "plain round trip [us]", "req/s", "plain diff [us]", "plain diff 95% CI [us]",
+            "p50 diff [us]", "p99 diff [us]", "p99.9 diff [us]")
+    return cols, rows, set(range(1, len(cols)))
+
+
+def percentile_table(r: RunResult) -> Table | None:
+    """Round trip at each percentile, from the lean client's histograms of every segment of the server."""
+    rows = []
+    for s in r.ranked:
+        c = s.clients.get("lean")
+        if c is None or c.percentiles is None:
+            continue
+        rows.append([_name(s)] + [us(c.percentiles[k]) for k in PERCENTILE_KEYS])
+    if not rows:
+        return None
+    cols = ("server", *(f"{k} [us]" for k in PERCENTILE_KEYS))
+    return cols, rows, set(range(1, len(cols)))
+
+
+def precision_table(r: RunResult) -> Table:
+    """Where the uncertainty comes from, what the scaling did, and what the stopping rule reached per server."""
+    rows = []
+    for s in r.ranked:
+        if s.baseline:
+            continue
+        c = s.clients[s.primary]
+        rows.append([s.name, str(s.diff.n), "/".join(str(q) for q in c.units), us(c.between_sd), us(c.within_sd),
+                     us(_sd(c.unscaled_estimates)), us(_sd(c.estimates)), us(s.diff.half_width), us(s.target),
+                     _met(s), f"{s.seconds:.0f}", _share(s.measure_share)])
+    cols = ("server", "pairs", "units per pair", "between-process sd [us]", "within-pair sd of a unit [us]",
+            "sd of pairs, unscaled [us]", "sd of pairs, scaled [us]", "half-width [us]", "target [us]", "met",
+            "time [s]", "measuring")
+    return cols, rows, set(range(1, len(cols)))
+
+
+def _sd(xs: list[float]) -> float | None:
+    return None if len(xs) < 2 else stats.summarize(xs).stdev
+
+
+def cost_table(r: RunResult) -> Table:
+    """What the server process spends per request over its measured phase (baseline: its side of every pair)."""
+    rows = []
+    for s in r.ranked:
+        rows.append([_name(s), _mean(s.cpu_user), _mean(s.cpu_system), _mean(s.cpu),
+                     "-" if s.baseline else _mean(s.cpu_diff),
+                     "-" if s.baseline or s.cpu_ratio is None else f"{s.cpu_ratio.mean:.2f}", _num(s.alloc),
+                     _num(s.gc_count, 1), _num(s.gc_time, 1), _num(s.jit_cpu, 0)])
+    cols = ("server", "CPU user/req [us]", "CPU system/req [us]", "CPU/req [us]", "CPU diff [us]", "CPU ratio",
+            "alloc/req [B]", "GCs per pair", "GC time per pair [ms]", "JIT CPU per pair [ms]")
+    return cols, rows, set(range(1, len(cols)))
+
+
+def client_table(r: RunResult) -> Table | None:
+    """ab's and the lean client's diffs side by side: with their intervals they should agree."""
+    if not {"ab", "lean"} <= set(r.clients):
+        return None
+    rows = []
+    for s in r.ranked:
+        if s.baseline or "ab" not in s.clients or "lean" not in s.clients:
+            continue
+        ab, ln = s.clients["ab"], s.clients["lean"]
+        agree = "-" if s.clients_agree is None else ("yes" if s.clients_agree else "NO")
+        rows.append([s.name, _mean(ln.diff), ci_text(ln.diff), _mean(ab.diff), ci_text(ab.diff), agree,
+                     _mean(ln.base_rtt), _mean(ab.base_rtt)])
+    cols = ("server", "lean diff [us]", "lean 95% CI [us]", "ab diff [us]", "ab 95% CI [us]", "agree",
+            "lean baseline round trip [us]", "ab baseline round trip [us]")
+    return cols, rows, set(range(1, len(cols)))
+
+
+def framework_table(r: RunResult) -> Table | None:
+    """What each framework adds over the server it runs on: the difference of the two diffs."""
+    by_name = {s.name: s for s in r.ranked}
+    rows = []
+    for s in r.ranked:
+        under = by_name.get(s.runs_on or "")
+        if under is None or len(s.estimates) < 2 or len(under.estimates) < 2:
+            continue
+        over = stats.welch_difference(s.estimates, under.estimates)
+        rows.append([s.name, under.name, us(s.diff.mean), us(under.diff.mean), us(over.mean), ci_text(over)])
+    if not rows:
+        return None
+    cols = ("framework", "runs on", "framework diff [us]", "server diff [us]", "added by the framework [us]",
+            "95% CI [us]")
+    return cols, rows, set(range(2, len(cols)))
+
+
+#: The report's sections after the main table: title, what it shows, its table.
+SECTIONS = (
+    ("The study's figures and the tail", "The 2014 study's plain figure, the untrimmed mean round trip, paired the "
+     "same way (plain diff, unscaled), and requests per second from it; and the tail: the server's percentiles over "
+     "all its segments minus those of its baselines (lean client). Stalls move the plain mean and the tail; the "
+     "headline's trimmed mean is built to ignore them.", study_table),
+    ("What each framework adds over its server", "A framework's diff minus the diff of the kit's row for the server it "
+     "runs on (Welch interval over both rows' pairs).", framework_table),
+    ("Precision reached", "Per server: process pairs used, units per pair (segments of the interleaved client, adapted "
+     "to the measured variances, Kalibera and Jones 2013), the spread between pairs (JVM-to-JVM) and within a pair "
+     "(one unit), the spread of the pairs' diffs before and after the scaling, the interval's half-width against "
+     "the target, the time spent on the measured CPU, and the share of it spent measuring.", precision_table),
+    ("Percentiles", "Round trip by percentile over every segment of a server (lean client); a value is the top of its "
+     "histogram bucket (at most 0.4% above the true value).", percentile_table),
+    ("Cost per request on the server", "CPU from /proc for the whole server process and for its JIT compiler threads "
+     "(JIT CPU: near zero after the warm-up), over the pair's measured phase; CPU diff: without the JIT threads, minus "
+     "the baseline dummy's the same way in the same pair, scaled like the latency diff; CPU ratio: the server's CPU "
+     "per request over the dummy's; allocation and GC from the kit's java agent.", cost_table),
+    ("The two clients", "The lean client's and ab's diffs from the same pairs, each scaled to its own reference "
+     "baseline round trip; with their intervals they should agree (each client's own cost per request is in both "
+     "processes' round trips, and cancels).", client_table),
+)
+
+
+def section_tables(r: RunResult) -> list[tuple[str, str, Table]]:
+    """The sections that have rows in this run."""
+    if not r.ranked:
+        return []
+    out = []
+    for title, text, build in SECTIONS:
+        t = build(r)
+        if t is not None and t[1]:
+            out.append((title, text, t))
+    return out
+
+
+# -- sentences -------------------------------------------------------------------------------------
+def headline(r: RunResult) -> str:
+    st = r.settings
+    jdk = r.env.get("jdk", {}).get("java.runtime.version") or r.env.get("jdk", {}).get("java.version") or "?"
+    took = f" in {r.seconds / 60:.1f} min" if r.seconds else ""
+    if "segment" in st:
+        how = (f"the interleaved lean client in runs of {st.get('run_length')} requests, segments of "
+               f"{_count(st.get('segment'))}")
+    else:
+        how = f"ABBA blocks of {_count(st.get('block_requests'))} requests"
+    ref = r.ref.get(r.primary)
+    at = f"; diffs at a baseline round trip of {us(ref)} us" if ref else ""
+    return (f"latency-diff run {r.run_id} ({r.status}{took}): process pairs against the dummy, {how}, profile "
+            f"{st.get('profile')}, precision target ±max({st.get('precision_floor_us')} us, {st.get('precision_pct')}%)"
+            f"{at}; {_pinning_short(st)}; clients {' and '.join(r.clients)} (diffs from {r.primary}); JDK {jdk}; "
+            f"{r.env.get('cpu_model') or 'unknown CPU'}")
+
+
+def _pinning_short(st: dict) -> str:
+    mode = st.get("pinning") or "none"
+    if mode == "none":
+        return "pinning none"
+    if mode == "shared":
+        return f"pinning shared (client and servers on CPU {st.get('server_cpu')})"
+    return f"pinning split (client on CPU {st.get('client_cpu')}, servers on CPU {st.get('server_cpu')})"
+
+
+def pinning_sentence(r: RunResult) -> str:
+    short = _pinning_short(r.settings)
+    return f"{short[0].upper()}{short[1:]}: {PINNING_MEANING[r.settings.get('pinning') or 'none']}."
+
+
+def legend(r: RunResult) -> str:
+    ref = r.ref.get(r.primary)
+    return (f"diff: what the server adds to a round trip over the dummy ({r.primary} client), scaled: per pair of "
+            "fresh processes (server and dummy side by side), the median over its units of server / dummy round trip "
+            f"(each a trimmed mean, 1% cut at each end; ab: its mean), minus 1, times the run's reference baseline "
+            f"round trip ({us(ref)} us: the median of its pairs' dummy round trips); then the mean over pairs with a "
+            f"Student-t 95% interval, so JVM-to-JVM variation of both is in it. {NOT_SIGNIFICANT}: not significantly "
+            "different from the row above, do not rank the two; ratio: server over dummy round trip; target: the "
+            "half-width the interval had to reach; met: whether it did; measuring: the share of the server's time on "
+            "the measured CPU spent measuring; unscaled: the diff without the scaling; CPU diff: the server's CPU "
+            "time per request minus the dummy's (/proc, both without their JIT compiler threads), a cross-check under "
+            "shared pinning; alloc/req: bytes the server JVM allocated per request (the kit's java agent).")
+
+
+def checks(r: RunResult) -> list[str]:
+    """The method's own checks, in every run."""
+    from ..evaluate import FLOOR_RATIO_SD_MAX, floor_ratio
+    out = []
+    null = r.null
+    if null is not None and null.valid and null.diff.ci95_low is not None:
+        ok = null.diff.ci95_low <= 0 <= null.diff.ci95_high
+        out.append(f"null pair (dummy against a second dummy process): {null.diff.mean / 1000:+.2f} us "
+                   f"{ci_text(null.diff)} over {null.diff.n} pairs: " + ("contains 0, as it must" if ok else
+                                                                         "does NOT contain 0 (see warnings)"))
+    elif null is not None:
+        out.append("null pair: " + (null.reason or "fewer than 2 pairs, no interval"))
+    ratio = floor_ratio(r)
+    if ratio is not None and ratio.rel_spread is not None:
+        ok = ratio.rel_spread <= FLOOR_RATIO_SD_MAX
+        out.append(f"floor over dummy: ratio {ratio.mean:.3f}, relative sd {ratio.rel_spread:.1%} over {ratio.n} "
+                   "pairs: " + ("steady, as it must be" if ok
+                                else f"NOT steady (over {FLOOR_RATIO_SD_MAX:.0%}; see warnings)"))
+    if r.scaling is not None:
+        out.append(f"scaling: dividing each pair by its own baseline round trip removed {r.scaling.removed:.0%} of the "
+                   f"between-pair variance ({r.scaling.servers} servers with 3 or more pairs; median sd ratio "
+                   f"{r.scaling.median_sd_ratio:.2f})")
+    both = [s for s in r.ranked if not s.ladder and s.scaling_agrees is not None]
+    if both:
+        out.append(f"scaled and unscaled diffs: intervals overlap for {sum(1 for s in both if s.scaling_agrees)} of "
+                   f"{len(both)} servers")
+    measured = [s for s in r.ranked if not s.ladder and s.cpu_diff is not None]
+    if measured and r.settings.get("pinning") == "shared":
+        from .. import warnings as w
+        close = [s for s in measured if not any(isinstance(x, w.CpuGap | w.CpuInTail) for x in s.warnings)]
+        out.append(f"CPU cross-check: the CPU-time diff is near the latency diff for {len(close)} of {len(measured)} "
+                   "servers (CPU diff column)")
+    both = [s for s in r.ranked if s.clients_agree is not None]
+    if both:
+        agree = sum(1 for s in both if s.clients_agree)
+        out.append(f"two clients: ab's and the lean client's diff intervals overlap for {agree} of {len(both)} servers")
+    met = [s for s in r.ranked if not s.baseline and s.target_met is not None and s.diff.n >= 2]
+    if met:
+        out.append(f"precision: {sum(1 for s in met if s.target_met)} of {len(met)} rows met the target")
+    if r.measure_share is not None:
+        out.append(f"time: measuring took {r.measure_share:.0%} of the measured CPU's {r.pair_seconds / 60:.1f} min of "
+                   "pairs; the rest waited for processes to be prepared, or moved and stopped them")
+    return out
+
+
+def all_warnings(r: RunResult) -> list[str]:
+    """The run's warnings, then each server's; one line for a warning that several servers share, grouped by kind."""
+    names: dict[str, list[str]] = {}
+    kinds: dict[str, int] = {}
+    for s in r.ranked:
+        for x in s.warnings:
+            names.setdefault(x.text, []).append(s.name)
+            kinds.setdefault(x.text, _kind_order(x))
+    lines = sorted(names.items(), key=lambda kv: kinds[kv[0]])
+    return [x.text for x in r.warnings] + [f"{n[0]}: {t}" if len(n) == 1 else f"{len(n)} servers ({', '.join(n)}): {t}"
+                                           for t, n in lines]
+
+
+def _kind_order(x: RunWarning) -> int:
+    from .. import warnings as w
+    order = [w.TooFewPairs, w.TargetMissed, w.OutlierPair, w.ScalingDisagrees, w.ClientsDisagree, w.CpuInTail,
+             w.CpuGap, w.JitBusy, w.NoAgent]
+    return next((i for i, k in enumerate(order) if isinstance(x, k)), len(order))
+
+
+def setup_lines(r: RunResult) -> list[str]:
+    """The run's set-up and machine, one fact a line (markdown: `code` for flags)."""
+    env = r.env
+    jdk = env.get("jdk", {})
+    kit = env.get("kit", {})
+    st = r.settings
+    if "segment" in st:
+        measured = (f"the interleaved lean client: {st.get('segments')} segments of {_count(st.get('segment'))} "
+                    f"requests per process in a first pair (then adapted), runs of {st.get('run_length')} in ABBA "
+                    "order, "
+                    f"{_count(st.get('pair_warmup'))} untimed first; ab: {st.get('ab_quads')} ABBA quad(s) of "
+                    f"{_count(st.get('ab_requests'))}-request blocks; {_count(st.get('warmup'))} warm-up requests per "
+                    f"process, then JIT wait: {st.get('settle')}")
+    else:
+        measured = (f"ABBA quads of blocks of {_count(st.get('block_requests'))} timed requests after "
+                    f"{_count(st.get('block_warmup'))} untimed ones, {st.get('quads')} quads per client in a first "
+                    f"pair; {_count(st.get('warmup'))} warm-up requests per process")
+    return [f"Profile {st.get('profile')}: {st.get('min_pairs')}-{st.get('max_pairs')} process pairs per server, "
+            f"budget {st.get('budget_s')} s per server; {measured}; clients: {' and '.join(r.clients)}; HTTP: "
+            f"{st.get('http')}",
+            pinning_sentence(r) + (f" Processes were prepared on CPU {st['prepare_cpu']} while CPU "
+                                   f"{st.get('server_cpu')} measured." if st.get("prepare_cpu") is not None else ""),
+            f"JVM: {jdk.get('java.vm.name', '?')} {jdk.get('java.runtime.version', jdk.get('java.version', '?'))}"
+            f" ({jdk.get('java.vendor', '?')}), flags `{' '.join(st.get('jvm_flags', []))}`",
+            f"Machine: {env.get('cpu_model')}, {env.get('cpus_online')} CPUs, kernel {env.get('kernel')}, "
+            f"{env.get('os')}, virtualization {env.get('virtualization')}, container {env.get('container')}"
+            + (f" ({env['container_evidence']})" if env.get("container_evidence") else ""),
+            f"ab: {env.get('ab')}",
+            f"Kit commit: {kit.get('commit')}" + (" (with uncommitted changes)" if kit.get("dirty") else "")
+            + (f" ({kit['source']})" if kit.get("source") else "")]
+
+
+def server_lines(r: RunResult) -> list[str]:
+    """One line per server: library, threading, HTTP version, notes (markdown: **name**)."""
+    out = []
+    for s in r.ranked + r.invalid:
+        lib = f"{s.library} {s.library_version or ''}".strip() if s.library else "no library"
+        flags = f" Own JVM flags: `{' '.join(s.jvm_flags)}`." if s.jvm_flags else ""
+        on = f" Runs on {s.runs_on}." if s.runs_on else ""
+        out.append(f"**{s.name}** ({s.display}; {lib}; {s.threading}; HTTP/{s.http}): {s.notes}{on}{flags}")
+    return out
+
+
+def render_text(t: Table) -> str:
+    cols, body, right = t
+    widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c) for i, c in enumerate(cols)]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(cols), line(["-" * w for w in widths]), *(line(row) for row in body)])
+
+
+def render_md(t: Table) -> str:
+    cols, body, right = t
+    rule = "|" + "|".join("---:" if i in right else "---" for i in range(len(cols))) + "|"
+    out = ["| " + " | ".join(cols) + " |", rule]
+    out += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(out)

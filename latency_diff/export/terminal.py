@@ -1,0 +1,21 @@
+"""The run's tables on the terminal: aligned columns, the checks, what is invalid and the warnings."""
+
+from __future__ import annotations
+
+from ..model import RunResult
+from . import tables as t
+
+
+def render(r: RunResult) -> str:
+    out = [t.headline(r), *([f"NOT FOR COMPARING: {r.caveat}"] if r.caveat else []), "",
+           t.render_text(t.main_table(r)) if r.ranked else "(no valid server)", "", t.legend(r), t.pinning_sentence(r)]
+    out += [f"check: {c}" for c in t.checks(r)]
+    for title, _, table in t.section_tables(r):
+        if title != "Percentiles":
+            out += ["", f"{title}:", t.render_text(table)]
+    if r.invalid:
+        out += ["", "Invalid (left out of the comparison):"] + [f"  {s.name}: {s.reason}" for s in r.invalid]
+    warnings = t.all_warnings(r)
+    if warnings:
+        out += ["", "Warnings:"] + [f"  {w}" for w in warnings]
+    return "\n".join(out) + "\n"
