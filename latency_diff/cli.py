@@ -79,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(__doc__ or "").parse_args(argv)
     try:
         if args.list or os.environ.get("LATENCY_DIFF_LIST", "").strip().lower() in ("1", "true", "yes", "on"):
+            print("Servers (a variant: NAME@VERSION where a version property is named, NAME:java=JDK, NAME:jvm=FLAGS):")
             for s in discover():
-                print(f"{s.name:16} {s.threading:16} HTTP/{s.http}  {s.display}")
+                versions = f"  [{s.version_property}: {s.pom_version()}]" if s.version_property else ""
+                print(f"  {s.name:16} {s.threading:16} HTTP/{s.http}  {s.display}{versions}")
             return 0
         settings = resolve(args)
         check_ready(settings)
@@ -103,26 +105,26 @@ def main(argv: list[str] | None = None) -> int:
         run.measure()
     except (KeyboardInterrupt, Interrupted) as e:
         reason = "interrupted by " + (str(e) if isinstance(e, Interrupted) else "SIGINT")
-        where = run.stopped_at or dict(run.waiting_for.where if run.waiting_for else run.where)
+        stage = run.stopped_at or dict(run.waiting_for.stage if run.waiting_for else run.stage)
         run.stop_all()
-        run.status("incomplete", started_utc=started, reason=reason, stopped_at=where, ended_utc=_utc())
-        print(f"\nlatency-diff: {reason} during {where.get('phase')} of {where.get('server') or '-'} pair "
-              f"{where.get('pair') or '-'}. Finished pairs are kept in {run_dir} (marked incomplete); "
+        run.status("incomplete", started_utc=started, reason=reason, stopped_at=stage, ended_utc=_utc())
+        print(f"\nlatency-diff: {reason} during {stage.get('phase')} of {stage.get('server') or '-'} pair "
+              f"{stage.get('pair') or '-'}. Finished pairs are kept in {run_dir} (marked incomplete); "
               f"analyze them with scripts/analyze.py {run_dir}", file=sys.stderr)
         return 130
     except OSError as e:  # a full disk, an unwritable results directory, a missing tool
-        where = run.stopped_at or run.where
+        stage = run.stopped_at or run.stage
         run.stop_all()
         try:
-            run.status("incomplete", started_utc=started, reason=f"error: {e}", stopped_at=where)
+            run.status("incomplete", started_utc=started, reason=f"error: {e}", stopped_at=stage)
         except OSError:
             pass  # the disk may be what failed; the message below still says what happened
-        print(f"latency-diff: error: {e} (during {where.get('phase')} of {where.get('server') or '-'}); finished "
+        print(f"latency-diff: error: {e} (during {stage.get('phase')} of {stage.get('server') or '-'}); finished "
               f"pairs are kept in {run_dir}", file=sys.stderr)
         return 1
     except BaseException as e:
         run.stop_all()
-        run.status("incomplete", started_utc=started, reason=f"driver error: {e!r}", stopped_at=run.where)
+        run.status("incomplete", started_utc=started, reason=f"driver error: {e!r}", stopped_at=run.stage)
         raise
     finally:
         run.close()

@@ -52,11 +52,11 @@ class Interrupted(Exception):
     """SIGINT, SIGTERM or SIGHUP arrived: stop everything, keep what is finished."""
 
 
-def null_server(dummy: Server) -> Server:
-    """The null pair's second dummy: the dummy byte for byte, under a name of its own in the results."""
-    return dataclasses.replace(dummy, name=NULL_PAIR, display="Dummy again (null pair)", baseline=False,
-                               reference=True, alias_of=dummy.name,
-                               notes="A second dummy process against the round's dummy: its diff must be 0 "
+def null_server(baseline: Server) -> Server:
+    """The null pair's second baseline process: the baseline byte for byte, under a name of its own in the results."""
+    return dataclasses.replace(baseline, name=NULL_PAIR, display=f"{baseline.display} again (null pair)",
+                               baseline=False, reference=True, alias_of=baseline.wire_name,
+                               notes=f"A second {baseline.name} process against the round's: its diff must be 0 "
                                      "within its interval, or the pairing itself is biased.")
 
 
@@ -68,8 +68,8 @@ class Item:
     #: Its name in the run's logs and records, unique: dummy-r<round>, or <server>-p<n> for the server's n-th process.
     tag: str
     state: ServerState | None = None
-    #: Where its preparation is (server, phase): what an interrupt reports while the measuring lane waits for it.
-    where: dict = field(default_factory=dict)
+    #: The stage of its preparation (server, phase): what an interrupt reports while the measuring lane waits for it.
+    stage: dict = field(default_factory=dict)
 
 
 class Lane:
@@ -108,10 +108,10 @@ class _Lazy(Future):
 
 class Run:
     def __init__(self, settings: Settings, run_dir: Path, java: str):
-        self.s = settings
+        self.settings = settings
         self.dir = run_dir
         self.writer = rundir.Writer(run_dir)
-        self.where: dict = {"server": None, "pair": None, "round": None, "phase": "setup"}
+        self.stage: dict = {"server": None, "pair": None, "round": None, "phase": "setup"}
         self.waiting_for: Item | None = None
         self.stopped_at: dict | None = None
         self.progress = Progress()
@@ -144,7 +144,7 @@ class Run:
 
     # -- the run's record --------------------------------------------------------------------------
     def status(self, status: str, **extra) -> None:
-        self.writer.run({"run_id": self.dir.name, "status": status, **extra, "settings": self.s.to_dict(),
+        self.writer.run({"run_id": self.dir.name, "status": status, **extra, "settings": self.settings.to_dict(),
                          "requests": {k: v.decode("latin-1") for k, v in self.requests.items()},
                          "env": self.env, "servers": self.servers_meta})
 
@@ -164,11 +164,11 @@ class Run:
         round_no = 0
         while True:
             round_no += 1
-            todo = self.schedule.next_round(self.s, round_no)
+            todo = self.schedule.next_round(self.settings, round_no)
             if not todo:
                 return
             self.progress.say(f"round {round_no}: {len(todo)} server(s): {', '.join(x.server.name for x in todo)}")
-            yield Item(round_no, self.dummy, f"dummy-r{round_no}")
+            yield Item(round_no, self.dummy, f"{self.dummy.name}-r{round_no}")
             for st in todo:
                 st.processes += 1
                 yield Item(round_no, st.server, f"{st.server.name}-p{st.processes}", st)
@@ -176,9 +176,9 @@ class Run:
     def prepare(self, item: Item) -> pair.Prepared:
         """On the preparing lane: start, check and warm up the item's process."""
         reference = None if item.state is None else self.base_length.get(item.round)
-        http = self.s.server_http(item.server) if item.state else "1.0"
+        http = self.settings.server_http(item.server) if item.state else "1.0"
         return pair.prepare(self.ctx, item.server, self.ports.take(), item.tag, reference_length=reference,
-                            http=http, where=item.where,
+                            http=http, stage=item.stage,
                             say=lambda t: self.progress.say(f"(preparing) {t}", transient=True))
 
     def measure(self) -> None:
@@ -228,7 +228,7 @@ class Run:
         try:
             return future.result()
         except (KeyboardInterrupt, Interrupted):
-            self.stopped_at = self.stopped_at or dict(item.where)
+            self.stopped_at = self.stopped_at or dict(item.stage)
             raise
         finally:
             self.waiting_for = None
@@ -237,7 +237,7 @@ class Run:
                    ) -> tuple[pair.Prepared | None, str | None]:
         """The round's dummy replaces the last round's; (the new dummy, or None and why it failed)."""
         self.ensure_space()
-        self.where.update(server=self.dummy.name, round=item.round, pair=None, phase="wait")
+        self.stage.update(server=self.dummy.name, round=item.round, pair=None, phase="wait")
         t0 = time.monotonic()
         try:
             base = self._wait(item, future)
@@ -256,41 +256,46 @@ class Run:
         return base, None
 
     def _one_pair(self, item: Item, future: Future, base: pair.Prepared | None, base_failed: str | None) -> None:
-        st, s = item.state, self.s
+        st, settings = item.state, self.settings
         assert st is not None
         k = st.pairs + 1 + (1 if st.failed else 0)
-        http = s.server_http(st.server)
+        http = settings.server_http(st.server)
         rec = PairRecord(server=st.server.name, pair=k, status="measured", round=item.round, http=http)
-        self.where.update(server=st.server.name, pair=k, round=item.round, phase="wait")
+        self.stage.update(server=st.server.name, pair=k, round=item.round, phase="wait")
         t0, carried, self.carry_s = time.monotonic(), self.carry_s, 0.0
         srv: pair.Prepared | None = None
         units: list = []
         seconds: dict[str, float] = {}
         skipped = False
         try:
+            ref = self.schedule.reference_ns()
+            # Met its target, spent its budget or failed since it was scheduled: a process not yet prepared is not
+            # started at all; one already prepared (on the other lane) is stopped unmeasured.
+            skipped = not st.wants_more(settings, ref)
+            if skipped and future.cancel():
+                self.progress.say(f"{item.tag}: no longer needed ({st.status(settings, ref)}); not started")
+                return
             srv = self._wait(item, future)
             seconds["wait"] = time.monotonic() - t0 + carried
-            ref = self.schedule.reference_ns()
-            if not st.wants_more(s, ref):  # met its target, or failed, while this process was prepared
-                self.progress.say(f"{item.tag}: no longer needed ({st.status(s, ref)}); stopped unmeasured")
-                skipped = True
+            if skipped:
+                self.progress.say(f"{item.tag}: no longer needed ({st.status(settings, ref)}); stopped unmeasured")
                 return
             if base is None:
                 raise pair.PairFailed("baseline", base_failed or "no baseline dummy")
             self.ensure_space()
             rec.base, rec.process = base.record, srv.record
             t1 = time.monotonic()
-            self.where["phase"] = "hand-over"
+            self.stage["phase"] = "hand-over"
             pair.hand_over(self.ctx, srv)
             seconds["hand_over"] = time.monotonic() - t1
-            plan = pair.Plan(segments=self._segments(st), ab_quads=s.ab_quads)
+            plan = pair.Plan(segments=self._segments(st), ab_quads=settings.ab_quads)
             self.prepare_times.append(srv.record.prepare_s or 0.0)
-            units = pair.measure(self.ctx, base, srv, rec, plan, http, self.where,
+            units = pair.measure(self.ctx, base, srv, rec, plan, http, self.stage,
                                  lambda t: self.progress.say(t, transient=True))
             seconds["measure"] = rec.seconds["measure"]
             if st.server.name not in self.date_checked:
                 t3 = time.monotonic()
-                pair.date_check(srv, self.where)
+                pair.date_check(srv, self.stage)
                 self.date_checked.add(st.server.name)
                 seconds["date_check"] = time.monotonic() - t3
         except pair.PairFailed as e:
@@ -298,13 +303,13 @@ class Run:
             st.failed = f"{e.phase}: {e}"
             self.progress.say(f"{item.tag}: FAILED in {e.phase}: {e}")
         except BaseException as e:  # an interrupt, a full disk: the run stops, and the pair is on record as stopped
-            self.stopped_at = self.stopped_at or dict(self.where)
+            self.stopped_at = self.stopped_at or dict(self.stage)
             rec.status, rec.phase = "interrupted", self.stopped_at.get("phase")
             rec.reason = "run interrupted" if isinstance(e, KeyboardInterrupt | Interrupted) else f"run stopped: {e}"
             raise
         finally:
             t2 = time.monotonic()
-            self.where["phase"] = "stop"
+            self.stage["phase"] = "stop"
             seconds.setdefault("wait", t2 - t0 + carried)
             seconds["total"] = t2 - t0 + carried
             rec.seconds = {k: round(v, 3) for k, v in seconds.items()}
@@ -316,7 +321,7 @@ class Run:
             elif not skipped:
                 self.writer.pair(rec)
         if rec.status == "measured":
-            self._learn(st, rec, units)
+            self._count(st, rec, units)
 
     def _stop_later(self, p: pair.Prepared, rec: PairRecord | None) -> None:
         """Stops a finished process, then writes its pair's record (with the exit status); in the background when
@@ -345,13 +350,13 @@ class Run:
         free_s = FILL_SHARE * statistics.median(self.prepare_times)
         return max(st.segments, min(MAX_SEGMENTS, int(free_s / unit_s)))
 
-    def _learn(self, st: ServerState, rec: PairRecord, units: list) -> None:
+    def _count(self, st: ServerState, rec: PairRecord, units: list) -> None:
         """Counts a measured pair in the server's schedule."""
         if not units:
             return
         ref = self.schedule.reference_ns() or statistics.fmean(u.base_ns for u in units)
         st.record(units, rec.seconds["total"], rec.seconds.get("measure", 0.0), ref)
-        self.progress.say(f"{st.server.name}-p{rec.pair}: {st.status(self.s, self.schedule.reference_ns())}; "
+        self.progress.say(f"{st.server.name}-p{rec.pair}: {st.status(self.settings, self.schedule.reference_ns())}; "
                           f"{rec.seconds['total']:.0f} s ({rec.seconds.get('measure', 0):.0f} s measuring)")
         self._estimate_left()
 
@@ -365,9 +370,9 @@ class Run:
         for st in self.schedule.states:
             if st.failed:
                 continue
-            owed = max(self.s.min_pairs - st.pairs, 0)
-            left += owed * mean if owed else (max(self.s.budget - st.spent, 0.0) if st.wants_more(self.s, ref)
-                                              else 0.0)
+            owed = max(self.settings.min_pairs - st.pairs, 0)
+            more = st.wants_more(self.settings, ref)
+            left += owed * mean if owed else (max(self.settings.budget - st.spent, 0.0) if more else 0.0)
         self.progress.left_s = left
 
     def stop_all(self) -> None:

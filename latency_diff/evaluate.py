@@ -147,7 +147,8 @@ def build(run_dir: Path) -> RunResult:
                              library=meta.get("library"), library_version=meta.get("library_version"),
                              notes=meta.get("notes", ""), jvm_flags=meta.get("jvm_flags", []),
                              baseline=bool(meta.get("baseline")), reference=bool(meta.get("reference")),
-                             http=meta.get("http", "1.0"), runs_on=meta.get("runs_on"), primary=primary)
+                             http=meta.get("http", "1.0"), runs_on=meta.get("runs_on"), primary=primary,
+                             variant=meta.get("variant"), variant_of=(meta.get("variant") or {}).get("of"))
         except KeyError as e:
             raise AnalysisError(f"{run_dir / rundir.RUN}: a server entry lacks field {e}") from e
         mine = sorted((r for r in files.pairs if r.server == s.name), key=lambda r: r.pair)

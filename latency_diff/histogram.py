@@ -1,4 +1,4 @@
-"""Round-trip histograms of the lean client: merge trials, read percentiles.
+"""Round-trip histograms of the lean client: merge them, read percentiles.
 
 The lean client (native/lean.c, native/histogram.h) records every measured round trip in a
 log-linear histogram and writes its non-empty buckets as [lo, hi, count] with inclusive bounds in

@@ -127,6 +127,9 @@ class ServerResult:
     http: str = "1.0"
     #: The server a framework runs on (its own row in the run, when measured), from the metadata.
     runs_on: str | None = None
+    #: For a variant (another release, JDK or JVM flags of a server): the server's name, and what it changes.
+    variant_of: str | None = None
+    variant: dict | None = None
     pairs: list[Pair] = field(default_factory=list)
     primary: str = "lean"
     clients: dict[str, ClientResult] = field(default_factory=dict)
@@ -166,6 +169,10 @@ class ServerResult:
         """The headline client's per-pair scaled diffs."""
         c = self.clients.get(self.primary)
         return c.estimates if c else []
+
+    @property
+    def is_variant(self) -> bool:
+        return self.variant_of is not None
 
     @property
     def ladder(self) -> bool:

@@ -60,7 +60,7 @@ class Prepared:
 @dataclass
 class Context:
     """What every pair of a run shares."""
-    s: Settings
+    settings: Settings
     writer: rundir.Writer
     java: str
     agent_dir: Path
@@ -88,13 +88,13 @@ class Context:
 
 
 def prepare(ctx: Context, server: Server, port: int, tag: str, *, reference_length: int | None, http: str,
-            where: dict, say: Callable[[str], None]) -> Prepared:
+            stage: dict, say: Callable[[str], None]) -> Prepared:
     """Starts a server process on the preparing CPU, checks its response and warms it up. Raises PairFailed
     (the process is then stopped)."""
     t0 = time.monotonic()
-    where.update(server=server.name, phase="start")
+    stage.update(server=server.name, phase="start")
     sock = ctx.agent_dir / f"{tag}.sock" if server.is_java else None
-    flags = [*ctx.s.jvm_flags, *([agent.jvm_flag(sock)] if sock else [])]
+    flags = [*ctx.settings.jvm_flags, *([agent.jvm_flag(sock)] if sock else [])]
     proc = ServerProcess(server, port, ctx.writer.live_log(tag), jvm_flags=flags, cpu=ctx.prepare_cpu,
                          java=ctx.java)
     with ctx.lock:
@@ -103,23 +103,23 @@ def prepare(ctx: Context, server: Server, port: int, tag: str, *, reference_leng
         if ctx.stopping.is_set():
             raise PairFailed("start", "the run is stopping")
         try:
-            proc.start(ctx.s.start_timeout)
+            proc.start(ctx.settings.start_timeout)
         except StartError as e:
             raise PairFailed("start", str(e)) from e
-        where["phase"] = "conformance"
+        stage["phase"] = "conformance"
         # The live-Date half of the check needs a second: made after the measured blocks (date_check).
-        result = conformance.check(port, name=server.wire_name, reference_length=reference_length,
+        result = conformance.check(port, name=server.expected_server_header, reference_length=reference_length,
                                    check_date_change=False, http=http)
         if result.raw:
             ctx.writer.log("response", tag, result.raw.decode("latin-1"))
         if not result.ok or result.response_bytes is None:
             raise PairFailed("conformance", result.summary())
         record = ProcessRecord(tag=tag, pid=proc.pid, port=port, response_bytes=result.response_bytes)
-        if ctx.s.warmup:
-            where["phase"] = "warmup"
+        if ctx.settings.warmup:
+            stage["phase"] = "warmup"
             try:
-                record.warmup = warm_up(ctx.prepare_clients, proc.pid, port, http, ctx.s.warmup,
-                                        result.response_bytes, sock, ctx.s.settle if server.is_java else "none",
+                record.warmup = warm_up(ctx.prepare_clients, proc.pid, port, http, ctx.settings.warmup,
+                                        result.response_bytes, sock, ctx.settings.settle if server.is_java else "none",
                                         lambda text: say(f"{tag}: {text}"))
             except WarmupFailed as e:
                 raise PairFailed("warmup", str(e)) from e
@@ -149,25 +149,28 @@ class Plan:
 
 
 def measure(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, plan: Plan, http: str,
-            where: dict, say: Callable[[str], None]) -> list[paired.Unit]:
+            stage: dict, say: Callable[[str], None]) -> list[paired.Unit]:
     """The pair's measured phase; writes its blocks and fills rec.costs, rec.interleave and rec.seconds["measure"].
     Returns the headline client's units (for the schedule). Raises PairFailed on a block that does not count.
 
     The costs (CPU, JIT, allocation per request) cover the headline client's part: the interleaved client's
     requests, or ab's blocks when ab is the only client."""
-    where["phase"] = "measure"
-    s = ctx.s
-    clients = s.clients if http == "1.0" else tuple(c for c in s.clients if c != "ab")  # ab speaks HTTP/1.0 only
+    stage["phase"] = "measure"
+    settings = ctx.settings
+    # ab speaks HTTP/1.0 only
+    clients = settings.clients if http == "1.0" else tuple(c for c in settings.clients if c != "ab")
     units: dict[str, list[paired.Unit]] = {}
     t0 = time.monotonic()
     if "lean" in clients:
-        requests = plan.segments * s.segment
-        rec.interleave = {"requests": requests, "run": s.run_length, "segment": s.segment, "warmup": s.pair_warmup}
-        say(f"{rec.server} pair {rec.pair}: lean client, {requests:,} requests to each in runs of {s.run_length}")
-        with _Costs(base, srv, rec, requests + s.pair_warmup):
-            out = ctx.measure_clients.interleaved(base.port, srv.port, http, requests, s.run_length, s.segment,
-                                                  s.pair_warmup, {"base": base.record.response_bytes,
-                                                                  "server": srv.record.response_bytes})
+        requests = plan.segments * settings.segment
+        rec.interleave = {"requests": requests, "run": settings.run_length, "segment": settings.segment,
+                          "warmup": settings.pair_warmup}
+        say(f"{rec.server} pair {rec.pair}: lean client, {requests:,} requests to each in runs of "
+            f"{settings.run_length}")
+        with _Costs(base, srv, rec, requests + settings.pair_warmup):
+            out = ctx.measure_clients.interleaved(
+                base.port, srv.port, http, requests, settings.run_length, settings.segment, settings.pair_warmup,
+                {"base": base.record.response_bytes, "server": srv.record.response_bytes})
         if out.data is not None:
             ctx.writer.block(BlockRecord(rec.server, rec.pair, "lean-pair", out.data, stderr=out.stderr))
         _check_alive(base, srv)
@@ -179,10 +182,10 @@ def measure(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, plan: 
         if units:
             units["ab"] = _ab_quads(ctx, base, srv, rec, plan.ab_quads, say)
         else:
-            with _Costs(base, srv, rec, 2 * plan.ab_quads * s.ab_requests):
+            with _Costs(base, srv, rec, 2 * plan.ab_quads * settings.ab_requests):
                 units["ab"] = _ab_quads(ctx, base, srv, rec, plan.ab_quads, say)
     rec.seconds["measure"] = round(time.monotonic() - t0, 3)
-    return units.get(s.primary_client) or next(iter(units.values()), [])
+    return units.get(settings.primary_client) or next(iter(units.values()), [])
 
 
 class _Costs:
@@ -207,7 +210,7 @@ class _Costs:
 def _ab_quads(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, quads: int,
               say: Callable[[str], None]) -> list[paired.Unit]:
     """ABBA quads of ab blocks (each a fresh ab process and connection); their units."""
-    n = ctx.s.ab_requests
+    n = ctx.settings.ab_requests
     procs = {"base": base, "server": srv}
     units = []
     for q in range(quads):
@@ -245,9 +248,9 @@ def _check_alive(*procs: Prepared) -> None:
                              f"measurement: {p.proc.log_tail(5)}")
 
 
-def date_check(p: Prepared, where: dict) -> None:
+def date_check(p: Prepared, stage: dict) -> None:
     """The live-Date half of conformance (needs a second since the first check): once per server and run."""
-    where["phase"] = "date check"
+    stage["phase"] = "date check"
     problem = conformance.check_date_later(p.port, p.check)  # in the HTTP version of the first check
     if problem:
         raise PairFailed("conformance", problem)

@@ -23,7 +23,12 @@ THREADING_MODELS = ("event loop", "thread pool", "virtual threads", "blocking")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline", "nonconformant",
            "reference", "executable", "parses_http", "http",
-           "runs_on", "interpreter", "script", "install"}
+           "runs_on", "interpreter", "script", "install", "version_property", "server_header",
+           "server_header_reason"}
+#: The oldest JDK the kit's jars run on (they are compiled for release 21).
+MIN_JAVA = 21
+#: The server every other is measured against, unless a head-to-head names another (--compare).
+BASELINE = "dummy"
 #: The HTTP versions a server can be measured with: ab's HTTP/1.0 keep-alive request, or HTTP/1.1.
 HTTP_VERSIONS = ("1.0", "1.1")
 #: Maven modules that are not servers: built in the same reactor, used by the driver.
@@ -35,6 +40,23 @@ REFERENCE_RESPONSE = KIT_ROOT / "common/src/main/resources/org/latencydiff/refer
 
 class ServerError(Exception):
     """A server.toml that breaks the metadata contract; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a variant changes of its server (variants.py): the library's version, the JDK, JVM flags."""
+    spec: str
+    #: The server it is a variant of.
+    of: str = ""
+    version: str | None = None
+    #: The java binary to run it with, instead of the run's.
+    java: str | None = None
+    jvm_flags: tuple[str, ...] = ()
+
+    @property
+    def build_dir(self) -> str | None:
+        """Where a version's build goes, relative to each module: target/v-<version>."""
+        return f"target/v-{self.version}" if self.version else None
 
 
 @dataclass(frozen=True)
@@ -70,10 +92,24 @@ class Server:
     #: For a framework: the name of the kit's server it runs on (e.g. "netty"), so a report can show what the
     #: framework adds over it.
     runs_on: str | None = None
+    #: The Maven property of its module that holds the library's version (e.g. "undertow.version"): a variant
+    #: name@version builds the module with another.
+    version_property: str | None = None
+    #: Set on a variant of this server (variants.py).
+    variant: Variant | None = None
+    #: A fixed Server header the library always writes and no API replaces, declared (with the reason) instead of
+    #: the name: the conformance check then accepts exactly that value, and nothing else.
+    server_header: str | None = None
+    server_header_reason: str | None = None
 
     @property
     def wire_name(self) -> str:
         return self.alias_of or self.name
+
+    @property
+    def expected_server_header(self) -> str:
+        """What its responses' Server header must say: its name, or the fixed value its metadata declares."""
+        return self.server_header or self.wire_name
 
     @property
     def is_java(self) -> bool:
@@ -85,8 +121,17 @@ class Server:
 
     @property
     def jar(self) -> Path:
-        """The executable jar the module's build produces (fixed name: target/<artifactId>.jar)."""
-        return self.module_dir / "target" / f"{_artifact_id(self.module_dir)}.jar"
+        """The executable jar the module's build produces (fixed name: target/<artifactId>.jar; a version variant's:
+        target/v-<version>/<artifactId>.jar)."""
+        folder = self.variant.build_dir if self.variant and self.variant.build_dir else "target"
+        return self.module_dir / folder / f"{_artifact_id(self.module_dir)}.jar"
+
+    def pom_version(self) -> str | None:
+        """The library version its module's pom sets in its version property (what a plain build uses)."""
+        if not self.version_property:
+            return None
+        m = re.search(rf"<{re.escape(self.version_property)}>([^<]+)</", (self.module_dir / "pom.xml").read_text())
+        return m.group(1).strip() if m else None
 
     def library_version(self) -> str | None:
         """The library's version, read from the built jar's lib/ folder (None if not built); for a script, the
@@ -120,7 +165,8 @@ class Server:
             return [str(self.artifact), *common, "--template", str(REFERENCE_RESPONSE)]
         if self.script:
             return [self.interpreter or "", str(self.artifact), *common, "--template", str(REFERENCE_RESPONSE)]
-        return [java, *jvm_flags, *self.jvm_flags, "-jar", str(self.jar), *common]
+        variant = self.variant or Variant("")
+        return [variant.java or java, *jvm_flags, *self.jvm_flags, *variant.jvm_flags, "-jar", str(self.jar), *common]
 
     def to_dict(self) -> dict:
         return {
@@ -130,6 +176,11 @@ class Server:
             "baseline": self.baseline, "notes": self.notes, "nonconformant": self.nonconformant,
             "reference": self.reference, "executable": self.executable, "parses_http": self.parses_http,
             "http": self.http, "runs_on": self.runs_on, "interpreter": self.interpreter, "script": self.script,
+            "version_property": self.version_property, "server_header": self.server_header,
+            "server_header_reason": self.server_header_reason,
+            "variant": None if self.variant is None else {"spec": self.variant.spec, "of": self.variant.of,
+                                                          "version": self.variant.version, "java": self.variant.java,
+                                                          "jvm_flags": list(self.variant.jvm_flags)},
         }
 
 
@@ -213,6 +264,14 @@ def _load(path: Path) -> list[Server]:
         runs_on = entry.get("runs_on")
         if runs_on is not None and (not isinstance(runs_on, str) or not _NAME.match(runs_on)):
             raise ServerError(f"{where}: 'runs_on' must be the name of another server of the kit")
+        header, header_reason = entry.get("server_header"), entry.get("server_header_reason")
+        if (header is None) != (header_reason is None) or any(
+                x is not None and (not isinstance(x, str) or not x.strip()) for x in (header, header_reason)):
+            raise ServerError(f"{where}: 'server_header' (a fixed Server value) goes with 'server_header_reason' (why "
+                              "the library cannot send the name), both non-empty strings")
+        prop = entry.get("version_property")
+        if prop is not None and (not isinstance(prop, str) or not re.match(r"^[a-z0-9][a-z0-9.-]*$", prop)):
+            raise ServerError(f"{where}: 'version_property' must be the name of a Maven property of the module")
         http = entry.get("http", "1.0")
         if http not in HTTP_VERSIONS:
             raise ServerError(f"{where}: 'http' must be one of {', '.join(repr(v) for v in HTTP_VERSIONS)}")
@@ -228,7 +287,8 @@ def _load(path: Path) -> list[Server]:
             nonconformant=" ".join(gap.split()) if gap else None,
             reference=bool(entry.get("reference", False)), executable=executable,
             parses_http=bool(entry.get("parses_http", True)), http=http, runs_on=runs_on,
-            interpreter=interpreter, script=script, install=install,
+            interpreter=interpreter, script=script, install=install, version_property=prop,
+            server_header=header, server_header_reason=" ".join(header_reason.split()) if header_reason else None,
         ))
     return servers
 
@@ -246,7 +306,7 @@ def discover(root: Path = KIT_ROOT) -> list[Server]:
     if unknown:
         raise ServerError(f"'runs_on' names no server of the kit: {', '.join(unknown)}")
     baselines = [s.name for s in servers if s.baseline]
-    if baselines != ["dummy"]:
+    if baselines != [BASELINE]:
         raise ServerError(f"exactly one baseline, 'dummy', expected; found {baselines or 'none'}")
     return servers
 
@@ -256,17 +316,22 @@ def agent_jar() -> Path:
     return AGENT_DIR / "target" / "latency-diff-agent.jar"
 
 
-def select(servers: list[Server], names: str | None) -> list[Server]:
-    """The servers named in a comma-separated list (None or 'all': every one); the baseline ladder (dummy,
-    floor, NIO dummy) is always in, since every report shows it."""
-    if names is None or names.strip() in ("", "all"):
-        return servers
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
+def select(servers: list[Server], names: str | None, variants: list[str] | None = None) -> list[Server]:
+    """The servers named in a comma-separated list (None or 'all': every one), and the variants (variants.py) named
+    there or in `variants`; the baseline ladder (dummy, floor, NIO dummy) is always in, since every report shows
+    it. Raises ServerError (a VariantError for a bad variant)."""
+    from . import variants as variant_specs
     by_name = {s.name: s for s in servers}
-    unknown = [n for n in wanted if n not in by_name]
+    wanted = [n.strip() for n in (names or "").split(",") if n.strip() and n.strip() != "all"]
+    specs = [n for n in wanted if n not in by_name and ("@" in n or ":" in n)] + list(variants or [])
+    plain = [n for n in wanted if n not in specs]
+    unknown = [n for n in plain if n not in by_name]
     if unknown:
         raise ServerError(f"unknown server(s): {', '.join(unknown)}; known: {', '.join(by_name)}")
-    chosen = [s for s in servers if s.name in wanted or s.baseline or s.reference]
+    everything = not plain and not specs or (names or "").strip() == "all"
+    chosen = [s for s in servers if everything or s.name in plain or s.baseline or s.reference]
+    for spec in specs:
+        chosen.append(variant_specs.parse(spec, by_name | {s.name: s for s in chosen}))
     return chosen
 
 
@@ -295,11 +360,21 @@ def reactor_problems(root: Path = KIT_ROOT) -> list[str]:
     return problems
 
 
-def build_modules(servers: list[Server], root: Path = KIT_ROOT) -> list[tuple[str, Path]]:
-    """(root-relative folder, the jar it builds) of each Maven module the servers' jars come from, with the agent
-    every Java server runs with: what `./mvnw -pl ... -am` must build for a run of just these servers."""
-    jars = {s.module_dir: s.jar for s in servers if s.is_java}
-    return [("agent", agent_jar()), *((d.relative_to(root).as_posix(), jars[d]) for d in sorted(jars))]
+def build_modules(servers: list[Server], root: Path = KIT_ROOT) -> list[tuple[str, Path, str]]:
+    """(root-relative folder, the jar it builds, its Maven -D options) of each build the servers' jars come from,
+    with the agent every Java server runs with: what `./mvnw -pl ... -am` must build for a run of just these
+    servers. A version variant is a build of its own: the module with its version property set, into its own
+    folder."""
+    builds: dict[tuple[Path, str], Path] = {}
+    for s in servers:
+        if not s.is_java:
+            continue
+        options = ""
+        if s.variant and s.variant.version:
+            options = f"-D{s.version_property}={s.variant.version} -Dlatency-diff.build.dir={s.variant.build_dir}"
+        builds.setdefault((s.module_dir, options), s.jar)
+    return [("agent", agent_jar(), ""), *((d.relative_to(root).as_posix(), builds[(d, o)], o)
+                                          for d, o in sorted(builds))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -321,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.what == "jars":
             print("\n".join(dict.fromkeys([*(str(s.jar) for s in servers if s.is_java), str(agent_jar())])))
         elif args.what == "modules":
-            print("\n".join(f"{m} {jar}" for m, jar in build_modules(select(servers, args.servers))))
+            print("\n".join(f"{m} {jar} {options}".rstrip() for m, jar, options in
+                             build_modules(select(servers, args.servers))))
         else:
             problems = reactor_problems()
             if problems:

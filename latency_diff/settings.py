@@ -80,6 +80,8 @@ class Settings:
     start_timeout: float
     allow_concurrent: bool
     sources: dict[str, str]
+    #: --compare A B: the names of A (the baseline) and B, else None.
+    compare: list[str] | None = None
 
     @property
     def clients(self) -> tuple[str, ...]:
@@ -104,7 +106,7 @@ class Settings:
             "clients": list(self.clients), "http": self.http, "pinning": self.pinning, "client_cpu": self.client_cpu,
             "server_cpu": self.server_cpu, "prepare_cpu": self.prepare_cpu, "port": self.port,
             "jvm_flags": self.jvm_flags, "results_dir": str(self.results_dir), "start_timeout_s": self.start_timeout,
-            "allow_concurrent": self.allow_concurrent, "sources": self.sources,
+            "allow_concurrent": self.allow_concurrent, "sources": self.sources, "compare": self.compare,
         }
 
 
@@ -119,7 +121,16 @@ def build_parser(description: str) -> argparse.ArgumentParser:
         + f". Every option is also a variable {ENV_PREFIX}<OPTION> (e.g. {ENV_PREFIX}BUDGET=120, "
           f"{ENV_PREFIX}QUICK=1); a flag wins.")
     p.add_argument("--servers", metavar="LIST", help="comma-separated server names (default: all); the baseline "
-                   "ladder (dummy, floor, dummy-nio) and the null pair are always measured")
+                   "ladder (dummy, floor, dummy-nio) and the null pair are always measured. A name may be a variant: "
+                   "undertow@1.0.15.Final (another release), undertow:java=/path/to/jdk (another JDK), "
+                   "undertow:jvm=-XX:+UseSerialGC (JVM flags); see --variant")
+    p.add_argument("--variant", metavar="SPEC", action="append", help="a variant to measure as a server of its own, "
+                   "SERVER[@VERSION][:KEY=VALUE[;KEY=VALUE]] with KEY java (a JDK 21+), jvm (flags) or name (its "
+                   "row's name); may be given again (the variable: several separated by |)")
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="head to head: measure B (a server or a variant) "
+                   "against A in process pairs, A taking the dummy's place (the dummy is measured against A too, and "
+                   "a second A process is the null pair); the report gives B - A with its interval and whether it is "
+                   "significant. E.g. --compare undertow undertow@1.0.15.Final")
     p.add_argument("--profile", choices=sorted(PROFILES), help="default, quick or original (default: default)")
     p.add_argument("--quick", action="store_true", default=None,
                    help="same as --profile quick: a smoke run, one process pair per server, cold JVMs "
@@ -290,6 +301,35 @@ def prepare_cpu(mode: str, pinning: str, measured: int | None) -> int | None:
     return None
 
 
+def _pair_of_names(value: str | list[str]) -> list[str]:
+    names = value if isinstance(value, list) else [x.strip() for x in value.split("|")]
+    if len(names) != 2 or not all(names):
+        raise ValueError("give two servers or variants, A and B (the variable: A|B)")
+    if names[0] == names[1]:
+        raise ValueError(f"A and B are both {names[0]!r}: the null pair measures a server against itself already")
+    return names
+
+
+def head_to_head(known: list[Server], a: str, b: str) -> list[Server]:
+    """The servers of --compare A B: A as the baseline (a fresh A process in every round), B, and the dummy measured
+    against A; no ladder. Raises ServerError."""
+    import dataclasses
+    chosen = select(known, None, [])
+    by_name = {s.name: s for s in known}
+    picked = []
+    for name in (a, b):
+        found = by_name.get(name) or next((s for s in select(known, name) if s.name not in by_name), None)
+        if found is None:
+            raise ServerError(f"unknown server {name!r}")
+        picked.append(found)
+    base, other = picked
+    if base.baseline or other.baseline:
+        raise ServerError("--compare measures two servers against each other; the dummy is measured against A anyway")
+    dummy = next(s for s in chosen if s.baseline)
+    return [dataclasses.replace(base, baseline=True, reference=False), other,
+            dataclasses.replace(dummy, baseline=False, reference=True)]
+
+
 def resolve(args: argparse.Namespace) -> Settings:
     sources: dict[str, str] = {}
     quick = setting(args, "quick", False, sources, parse_bool)
@@ -297,8 +337,14 @@ def resolve(args: argparse.Namespace) -> Settings:
     if quick:
         sources["profile"] = sources["quick"]
     prof = PROFILES[profile]
+    variants = setting(args, "variant", [], sources,
+                       lambda v: v if isinstance(v, list) else [x.strip() for x in v.split("|") if x.strip()])
+    compare = setting(args, "compare", None, sources, _pair_of_names)
     try:
-        servers = select(discover(), setting(args, "servers", None, sources))
+        if compare:
+            servers = head_to_head(discover(), *compare)
+        else:
+            servers = select(discover(), setting(args, "servers", None, sources), variants)
     except ServerError as e:
         raise RunError(str(e)) from e
     s = Settings(
@@ -327,7 +373,7 @@ def resolve(args: argparse.Namespace) -> Settings:
         results_dir=Path(setting(args, "results_dir", str(KIT_ROOT / "results"), sources)),
         start_timeout=setting(args, "start_timeout", 60.0, sources, non_negative),
         allow_concurrent=setting(args, "allow_concurrent", False, sources, parse_bool),
-        sources=sources,
+        sources=sources, compare=[x.name for x in servers[:2]] if compare else None,
     )
     if s.max_pairs < s.min_pairs:
         raise RunError(f"--max-pairs {s.max_pairs} is below --min-pairs {s.min_pairs}")

@@ -9,7 +9,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 CONFIDENCE = 0.95
-#: Modified z-score above which a trial is an outlier (Iglewicz and Hoaglin, 1993,
+#: Modified z-score above which a value (a process pair's diff) is an outlier (Iglewicz and Hoaglin, 1993,
 #: "How to Detect and Handle Outliers": M_i = 0.6745 (x_i - median) / MAD, outlier if |M_i| > 3.5).
 OUTLIER_Z = 3.5
 #: ...and only if it is also this far from the median, relatively: with few samples the MAD can be tiny,

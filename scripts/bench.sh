@@ -20,9 +20,9 @@ USAGE
 main() {
   local name="${1:-}"
   case "$name" in
-    robustness|design|interleave|warmup|pinning|repeat) ;;
+    robustness|design|interleave|warmup|pinning|repeat|matrix) ;;
     -h|--help) usage; exit 0 ;;
-    *) err "name a benchmark: robustness, design, interleave, warmup, pinning or repeat"; usage >&2; exit 2 ;;
+    *) err "name a benchmark: robustness, design, interleave, warmup, pinning, repeat or matrix"; usage >&2; exit 2 ;;
   esac
   local arg
   for arg in "$@"; do

@@ -183,31 +183,24 @@ ensure_venv() {
 # builds only what they need.
 build_jars() {
   local goal="${1:-package}" force="${2:-}" servers="${3:-}" python="${PYTHON:-python3}"
-  local stamps="${KIT_ROOT}/.build" line module jar stamp reason="" modules=() stale=()
+  local stamps="${KIT_ROOT}/.build" line module jar options stamp reason="" lines=() stale=() stale_options=()
   (cd "$KIT_ROOT" && "$python" -m latency_diff.servers check-reactor) || die "fix the root pom.xml's <modules> (see above)"
-  mapfile -t lines < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers modules ${servers:+--servers "$servers"}) \
-    || die "cannot list the modules of --servers '${servers}' (see above)"
+  mapfile -t lines < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers modules ${servers:+--servers "$servers"})
   for line in "${lines[@]}"; do
-    module="${line%% *}" jar="${line#* }" stamp="${stamps}/${module//\//_}.stamp"
-    modules+=("$module")
+    read -r module jar options <<<"$line"
+    stamp="${stamps}/${module//\//_}${options:+@${jar//\//_}}.stamp"
     if [[ "$force" == force || ! -f "$jar" || ! -f "$stamp" ]]; then
-      stale+=("$module"); reason="${reason:-${jar#"${KIT_ROOT}"/} missing or never built}"
+      stale+=("$module"); stale_options+=("$options"); reason="${reason:-${jar#"${KIT_ROOT}"/} missing or never built}"
     elif [[ -n "$(cd "$KIT_ROOT" && find pom.xml common "$module" -newer "$stamp" -type f -not -path '*/target/*' \
                    -print -quit)" ]]; then
-      stale+=("$module"); reason="${reason:-sources of ${module} changed since its last build}"
+      stale+=("$module"); stale_options+=("$options"); reason="${reason:-sources of ${module} changed since its last build}"
     fi
   done
-  local mvn_args=(-B -q "$goal")
   if [[ "$goal" == verify ]]; then
     reason="every module, with the Java tests"
-    mapfile -t modules < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers modules | cut -d' ' -f1)
-    stale=("${modules[@]}")
-  else
-    if (( ${#stale[@]} == 0 )); then
-      info "jars are up to date"
-      return 0
-    fi
-    mvn_args+=(-DskipTests -pl "$(IFS=,; echo "${stale[*]}")" -am)
+  elif (( ${#stale[@]} == 0 )); then
+    info "jars are up to date"
+    return 0
   fi
   info "building ${#stale[@]} module(s) with the Maven wrapper (${goal}: ${reason})"
   # Maven 3.9's Guice calls sun.misc.Unsafe, which JDK 24+ warns about on every build; JDK 23+ takes
@@ -215,19 +208,40 @@ build_jars() {
   if (( ${JAVA_MAJOR:-0} >= 23 )); then
     export MAVEN_OPTS="${MAVEN_OPTS:+${MAVEN_OPTS} }--sun-misc-unsafe-memory-access=allow"
   fi
-  local started
+  local started plain=() i
   started="$(date +%Y%m%d%H%M.%S)"
-  # In the background and waited for, so that SIGINT/SIGTERM reach this shell at once and the
-  # Maven JVM is stopped with it instead of building on alone.
-  (cd "$KIT_ROOT" && exec ./mvnw "${mvn_args[@]}") &
-  local maven=$!
-  trap 'kill -TERM "$maven" 2>/dev/null || true; wait "$maven" || true; err "build interrupted"; exit 130' INT TERM HUP
-  wait "$maven" || die "the Maven build failed (see above)"
-  trap - INT TERM HUP
+  if [[ "$goal" == verify ]]; then
+    maven -B -q verify
+  else
+    for i in "${!stale[@]}"; do
+      [[ -z "${stale_options[$i]}" ]] && plain+=("${stale[$i]}")
+    done
+    if (( ${#plain[@]} )); then
+      maven -B -q package -DskipTests -pl "$(IFS=,; echo "${plain[*]}")" -am
+    fi
+    for i in "${!stale[@]}"; do
+      [[ -n "${stale_options[$i]}" ]] || continue
+      # A version variant: its module alone, with the version property set, into a folder of its own.
+      # shellcheck disable=SC2086  # the options are words: -Dprop=value -Dlatency-diff.build.dir=...
+      maven -B -q package -DskipTests -pl "${stale[$i]}" -am ${stale_options[$i]}
+    done
+  fi
   mkdir -p "$stamps"
-  for module in "${stale[@]}"; do
-    touch -t "$started" "${stamps}/${module//\//_}.stamp"  # sources edited during the build still count as changed
+  for line in "${lines[@]}"; do
+    read -r module jar options <<<"$line"
+    [[ -f "$jar" ]] && touch -t "$started" "${stamps}/${module//\//_}${options:+@${jar//\//_}}.stamp"
   done
+  return 0  # sources edited during the build still count as changed next time (the stamps are older)
+}
+
+# Runs the Maven wrapper in the background and waits for it, so that SIGINT/SIGTERM reach this shell at once and
+# the Maven JVM is stopped with it instead of building on alone.
+maven() {
+  (cd "$KIT_ROOT" && exec ./mvnw "$@") &
+  local pid=$!
+  trap 'kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; err "build interrupted"; exit 130' INT TERM HUP
+  wait "$pid" || die "the Maven build failed (see above)"
+  trap - INT TERM HUP
 }
 
 # The value of --servers (or --servers=...) in the arguments, else LATENCY_DIFF_SERVERS: the servers a run measures.

@@ -381,7 +381,7 @@ def test_the_warm_up_waits_for_an_empty_compile_queue(tmp_path):
     s = _settings(tmp_path, [servers[0], undertow], warmup=5000, settle="queue", client="lean")
     run = driver.Run(s, rundir.create(tmp_path), java_executable())
     try:
-        p = pair.prepare(run.ctx, undertow, s.port, "undertow-w", reference_length=None, http="1.0", where={},
+        p = pair.prepare(run.ctx, undertow, s.port, "undertow-w", reference_length=None, http="1.0", stage={},
                          say=lambda _t: None)
     finally:
         run.stop_all()

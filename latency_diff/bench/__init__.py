@@ -6,6 +6,7 @@
     warmup      a pair's preparation: warm-up length, the JIT wait, preparing ahead; time and diffs
     pinning     precision per minute of shared, split and no pinning
     repeat      reproducibility: two runs back to back
+    matrix      one server against itself across JDKs, library releases or settings (jdks, releases, settings)
 
 Targets are measured here and in committed runs, never in tests. Each writes results/<name>-<time>/.
 """

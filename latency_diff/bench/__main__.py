@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT
-from . import design, interleave, pinning, repeat, robustness, warmup
+from . import design, interleave, matrix, pinning, repeat, robustness, warmup
 
 BENCHMARKS = {"robustness": robustness, "design": design, "interleave": interleave, "warmup": warmup,
-              "pinning": pinning, "repeat": repeat}
+              "pinning": pinning, "repeat": repeat, "matrix": matrix}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -87,14 +87,14 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
     ports = Ports(s.port)
     rng = random.Random(1)
     data: dict[str, list[dict]] = {}
-    where: dict = {}
+    stage: dict = {}
     try:
         for server in servers:
             for k in range(1, args.pairs + 1):
                 base = pair.prepare(ctx, dummy, ports.take(), f"dummy-{server.name}-{k}", reference_length=None,
-                                    http="1.0", where=where, say=say)
+                                    http="1.0", stage=stage, say=say)
                 srv = pair.prepare(ctx, server, ports.take(), f"{server.name}-p{k}",
-                                   reference_length=base.record.response_bytes, http="1.0", where=where, say=say)
+                                   reference_length=base.record.response_bytes, http="1.0", stage=stage, say=say)
                 try:
                     pair.hand_over(ctx, base)
                     pair.hand_over(ctx, srv)

@@ -17,6 +17,7 @@ import io  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
+from .. import rundir  # noqa: E402
 from ..model import RunResult  # noqa: E402
 
 matplotlib.rcParams["svg.hashsalt"] = "latency-diff"  # the same run gives the same SVG
@@ -26,11 +27,11 @@ TICKS = (0.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
 
 def _png(fig, run_dir: Path, stem: str) -> Path:
-    path = run_dir / f"{stem}.png"
-    tmp = run_dir / f".{stem}.tmp.png"
-    fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    tmp.replace(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
+    path = run_dir / f"{stem}.png"
+    rundir.write_atomic(path, buf.getvalue())
     return path
 
 

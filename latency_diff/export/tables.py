@@ -175,6 +175,57 @@ def client_table(r: RunResult) -> Table | None:
     return cols, rows, set(range(1, len(cols)))
 
 
+def _negated(x: Summary) -> Summary:
+    low, high = (None, None) if x.ci95_low is None else (-x.ci95_high, -x.ci95_low)
+    return Summary(-x.mean, -x.median, x.stdev, low, high, x.n)
+
+
+def _significance(x: Summary) -> str:
+    if x.ci95_low is None:
+        return "too few pairs"
+    return "not significant" if x.ci95_low <= 0 <= x.ci95_high else ("B slower" if x.mean > 0 else "B faster")
+
+
+def head_to_head_table(r: RunResult) -> Table | None:
+    """--compare A B: B - A measured directly (A in the dummy's place), and each against the dummy."""
+    names = r.settings.get("compare")
+    if not names or r.baseline is None:
+        return None
+    a, b, dummy = r.baseline, r.server(names[1]), r.server("dummy")
+    if b is None or not b.valid:
+        return None
+    rows = [[f"B - A ({b.name} - {a.name})", us(b.diff.mean), ci_text(b.diff), f"{b.clients[b.primary].ratio.mean:.3f}",
+             str(b.diff.n), _significance(b.diff)]]
+    if dummy is not None and dummy.valid:
+        rows.append([f"A - dummy ({a.name})", us(-dummy.diff.mean), ci_text(_negated(dummy.diff)),
+                     f"{1 / dummy.clients[dummy.primary].ratio.mean:.3f}", str(dummy.diff.n), "-"])
+        if len(b.estimates) >= 2 and len(dummy.estimates) >= 2:
+            both = stats.welch_difference(b.estimates, dummy.estimates)
+            rows.append([f"B - dummy ({b.name})", us(both.mean), ci_text(both), "-", "-", "-"])
+    cols = ("difference", "[us]", "95% CI [us]", "ratio", "pairs", "verdict")
+    return cols, rows, {1, 2, 3, 4}
+
+
+def variant_table(r: RunResult) -> Table | None:
+    """Each variant against its server measured in the same run: the difference of the two diffs."""
+    by_name = {s.name: s for s in r.ranked}
+    rows = []
+    for s in r.ranked:
+        base = by_name.get(s.variant_of or "") if s.is_variant else None
+        if base is None or len(s.estimates) < 2 or len(base.estimates) < 2:
+            continue
+        change = stats.welch_difference(s.estimates, base.estimates)
+        verdict = "not significant" if change.ci95_low <= 0 <= change.ci95_high else (
+            "slower" if change.mean > 0 else "faster")
+        rows.append([s.name, base.name, us(s.diff.mean), us(base.diff.mean), us(change.mean), ci_text(change),
+                     f"{change.mean / base.diff.mean:+.0%}" if abs(base.diff.mean) > 1 else "-", verdict])
+    if not rows:
+        return None
+    cols = ("variant", "of", "variant diff [us]", "server diff [us]", "change [us]", "95% CI [us]", "change",
+            "verdict")
+    return cols, rows, set(range(2, 7))
+
+
 def framework_table(r: RunResult) -> Table | None:
     """What each framework adds over the server it runs on: the difference of the two diffs."""
     by_name = {s.name: s for s in r.ranked}
@@ -194,6 +245,11 @@ def framework_table(r: RunResult) -> Table | None:
 
 #: The report's sections after the main table: title, what it shows, its table.
 SECTIONS = (
+    ("Head to head", "B measured against A in process pairs, A in the dummy's place: B - A with its interval and "
+     "ratio (scaled to A's reference round trip), whether the interval holds 0; and each against the dummy, which "
+     "was measured against A too (Welch interval over both rows' pairs).", head_to_head_table),
+    ("Variants", "Each variant against its server in the same run (another release, JDK or JVM flags): the "
+     "difference of the two diffs, with a Welch interval over both rows' pairs.", variant_table),
     ("The study's figures and the tail", "The 2014 study's plain figure, the untrimmed mean round trip, paired the "
      "same way (plain diff, unscaled), and requests per second from it; and the tail: the server's percentiles over "
      "all its segments minus those of its baselines (lean client). Stalls move the plain mean and the tail; the "
@@ -240,7 +296,8 @@ def headline(r: RunResult) -> str:
         how = f"ABBA blocks of {_count(st.get('block_requests'))} requests"
     ref = r.ref.get(r.primary)
     at = f"; diffs at a baseline round trip of {us(ref)} us" if ref else ""
-    return (f"latency-diff run {r.run_id} ({r.status}{took}): process pairs against the dummy, {how}, profile "
+    against = r.baseline.name if r.baseline else "the dummy"
+    return (f"latency-diff run {r.run_id} ({r.status}{took}): process pairs against {against}, {how}, profile "
             f"{st.get('profile')}, precision target ±max({st.get('precision_floor_us')} us, {st.get('precision_pct')}%)"
             f"{at}; {_pinning_short(st)}; clients {' and '.join(r.clients)} (diffs from {r.primary}); JDK {jdk}; "
             f"{r.env.get('cpu_model') or 'unknown CPU'}")

