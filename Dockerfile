@@ -25,7 +25,7 @@ COPY --from=poms /poms/ ./
 # Builds the empty modules once: downloads Maven, every plugin and every library into /root/.m2.
 RUN ./mvnw -B -q package -DskipTests
 COPY . .
-# The kit's own build step, so that it records the build (.build/stamp) and run-all.sh in the
+# The kit's own build step, so that it records each module's build (.build/*.stamp) and run-all.sh in the
 # container finds the jars up to date instead of building again.
 RUN ./scripts/build.sh --force
 

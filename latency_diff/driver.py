@@ -31,6 +31,7 @@ from pathlib import Path
 
 from . import conformance, envinfo, pair, rundir
 from .clients import Clients
+from .model import NULL_PAIR
 from .ports import Ports, wait_free
 from .progress import Progress
 from .records import PairRecord
@@ -45,7 +46,6 @@ LOOKAHEAD = 2
 #: the measured CPU would wait for the next process meanwhile anyway.
 FILL_SHARE = 0.8
 RECENT = 8
-NULL_PAIR = "null"
 
 
 class Interrupted(Exception):

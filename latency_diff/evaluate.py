@@ -42,16 +42,18 @@ class AnalysisError(Exception):
 
 
 # -- reading ---------------------------------------------------------------------------------------
-def _costs(c: CostRecord, where: str) -> Costs:
+def _costs(record: CostRecord, where: str) -> Costs:
     try:
-        ns_per_tick = 1e9 / c.clock_ticks_per_s
-        n = c.requests
-        out = Costs(requests=n, cpu_user_ns=c.utime_ticks * ns_per_tick / n,
-                    cpu_system_ns=c.stime_ticks * ns_per_tick / n, jit_cpu_ms=c.jit_ticks * ns_per_tick / 1e6,
-                    wall_s=float(c.wall_s), jit_ns=c.jit_ticks * ns_per_tick / n, jvm_error=c.jvm_error)
-        if c.jvm:
-            out.alloc_bytes = c.jvm["allocated_bytes"] / n if c.jvm["allocated_bytes"] >= 0 else None
-            out.gc_count, out.gc_time_ms = int(c.jvm["gc_count"]), int(c.jvm["gc_time_ms"])
+        ns_per_tick = 1e9 / record.clock_ticks_per_s
+        n = record.requests
+        out = Costs(requests=n, cpu_user_ns=record.utime_ticks * ns_per_tick / n,
+                    cpu_system_ns=record.stime_ticks * ns_per_tick / n,
+                    jit_cpu_ms=record.jit_ticks * ns_per_tick / 1e6, wall_s=float(record.wall_s),
+                    jit_ns=record.jit_ticks * ns_per_tick / n, jvm_error=record.jvm_error)
+        jvm = record.jvm
+        if jvm:
+            out.alloc_bytes = jvm["allocated_bytes"] / n if jvm["allocated_bytes"] >= 0 else None
+            out.gc_count, out.gc_time_ms = int(jvm["gc_count"]), int(jvm["gc_time_ms"])
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
         raise AnalysisError(f"{where}: bad cost record ({e!r})") from e
     return out
@@ -276,11 +278,11 @@ def scaling(r: RunResult) -> Scaling | None:
                    median_sd_ratio=statistics.median((v / u) ** 0.5 for v, u in rows))
 
 
-def _cold_caveat(st: dict) -> str | None:
-    warmup = st.get("warmup") or 0
-    per_process = (st.get("segment") or 0) * (st.get("segments") or 0) if "segment" in st else \
-        st.get("block_requests") or 0
-    waited = st.get("settle", "queue") != "none" if "settle" in st else st.get("wait_for_jit", True)
+def _cold_caveat(settings: dict) -> str | None:
+    warmup = settings.get("warmup") or 0
+    per_process = (settings.get("segment") or 0) * (settings.get("segments") or 0) if "segment" in settings else \
+        settings.get("block_requests") or 0
+    waited = settings.get("settle", "queue") != "none" if "settle" in settings else settings.get("wait_for_jit", True)
     if waited or warmup + per_process >= WARM_REQUESTS:
         return None
     return (f"smoke run: each JVM served {warmup:,} warm-up requests and {per_process:,} measured ones, and the run "
@@ -391,8 +393,8 @@ def _run_warnings(r: RunResult) -> None:
         r.warnings.append(w.FloorRatioUnstable(ratio.mean, ratio.rel_spread, FLOOR_RATIO_SD_MAX))
     if r.status != "complete":
         r.warnings.append(w.RunIncomplete(r.status, r.reason))
-    st = r.settings
-    if st.get("pinning") == "none" or st.get("server_cpu") is None:
+    settings = r.settings
+    if settings.get("pinning") == "none" or settings.get("server_cpu") is None:
         r.warnings.append(w.NotPinned())
     load = (r.env.get("load_average_start") or [0])[0]
     cpus = r.env.get("cpus_online") or 1

@@ -44,18 +44,18 @@ class ServerState:
     def interval(self, ref_ns: float | None) -> stats.Summary | None:
         return stats.summarize(self.estimates(ref_ns)) if self.pair_units and ref_ns else None
 
-    def met(self, s: Settings, ref_ns: float | None) -> bool:
+    def met(self, settings: Settings, ref_ns: float | None) -> bool:
         iv = self.interval(ref_ns)
-        return iv is not None and paired.target_met(iv, s.precision_floor * 1000, s.precision / 100)
+        return iv is not None and paired.target_met(iv, settings.precision_floor * 1000, settings.precision / 100)
 
-    def wants_more(self, s: Settings, ref_ns: float | None) -> bool:
+    def wants_more(self, settings: Settings, ref_ns: float | None) -> bool:
         if self.failed:
             return False
-        if self.pairs < s.min_pairs:
+        if self.pairs < settings.min_pairs:
             return True
-        if self.pairs >= s.max_pairs or self.met(s, ref_ns) or not self.pair_seconds:
+        if self.pairs >= settings.max_pairs or self.met(settings, ref_ns) or not self.pair_seconds:
             return False
-        return self.spent + statistics.fmean(self.pair_seconds) <= s.budget
+        return self.spent + statistics.fmean(self.pair_seconds) <= settings.budget
 
     def record(self, units: list[paired.Unit], pair_s: float, measure_s: float, ref_ns: float) -> None:
         """A measured pair: its units, its time, and the segments for the next one (Kalibera and Jones)."""
@@ -70,13 +70,13 @@ class ServerState:
         self.segments = paired.optimal_units(within, between, setup_s, unit_s, MIN_SEGMENTS, MAX_SEGMENTS,
                                              self.segments)
 
-    def status(self, s: Settings, ref_ns: float | None) -> str:
+    def status(self, settings: Settings, ref_ns: float | None) -> str:
         iv = self.interval(ref_ns)
         if self.failed:
             return "failed"
         if iv is None or iv.half_width is None:
             return f"{self.pairs} pair(s), no interval yet"
-        goal = paired.target_ns(iv.mean, s.precision_floor * 1000, s.precision / 100)
+        goal = paired.target_ns(iv.mean, settings.precision_floor * 1000, settings.precision / 100)
         return (f"{iv.mean / 1000:.2f} ± {iv.half_width / 1000:.2f} us after {iv.n} pairs (target ±{goal / 1000:.2f}: "
                 + ("met)" if iv.half_width <= goal else "not yet)"))
 
@@ -90,10 +90,10 @@ class Schedule:
         bases = [paired.estimate(u).base_ns for st in self.states for u in st.pair_units]
         return paired.reference_ns(bases) if bases else None
 
-    def next_round(self, s: Settings, round_no: int) -> list[ServerState]:
+    def next_round(self, settings: Settings, round_no: int) -> list[ServerState]:
         """The servers of round `round_no` (1-based), in an order rotated by one each round."""
         ref = self.reference_ns()
-        wanted = [st for st in self.states if st.wants_more(s, ref)]
+        wanted = [state for state in self.states if state.wants_more(settings, ref)]
         if not wanted:
             return []
         k = (round_no - 1) % len(wanted)

@@ -24,7 +24,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline", "nonconformant",
            "reference", "executable", "parses_http", "http",
            "runs_on", "interpreter", "script", "install", "version_property", "server_header",
-           "server_header_reason"}
+           "server_header_reason", "binds_every_interface"}
 #: The oldest JDK the kit's jars run on (they are compiled for release 21).
 MIN_JAVA = 21
 #: The server every other is measured against, unless a head-to-head names another (--compare).
@@ -101,6 +101,9 @@ class Server:
     #: the name: the conformance check then accepts exactly that value, and nothing else.
     server_header: str | None = None
     server_header_reason: str | None = None
+    #: Why it listens on every interface, for a library whose API takes no address (declared, so that the loopback
+    #: check expects exactly that); the kit's clients still talk to it over 127.0.0.1 only.
+    binds_every_interface: str | None = None
 
     @property
     def wire_name(self) -> str:
@@ -177,7 +180,7 @@ class Server:
             "reference": self.reference, "executable": self.executable, "parses_http": self.parses_http,
             "http": self.http, "runs_on": self.runs_on, "interpreter": self.interpreter, "script": self.script,
             "version_property": self.version_property, "server_header": self.server_header,
-            "server_header_reason": self.server_header_reason,
+            "server_header_reason": self.server_header_reason, "binds_every_interface": self.binds_every_interface,
             "variant": None if self.variant is None else {"spec": self.variant.spec, "of": self.variant.of,
                                                           "version": self.variant.version, "java": self.variant.java,
                                                           "jvm_flags": list(self.variant.jvm_flags)},
@@ -269,6 +272,9 @@ def _load(path: Path) -> list[Server]:
                 x is not None and (not isinstance(x, str) or not x.strip()) for x in (header, header_reason)):
             raise ServerError(f"{where}: 'server_header' (a fixed Server value) goes with 'server_header_reason' (why "
                               "the library cannot send the name), both non-empty strings")
+        everywhere = entry.get("binds_every_interface")
+        if everywhere is not None and (not isinstance(everywhere, str) or not everywhere.strip()):
+            raise ServerError(f"{where}: 'binds_every_interface' must say why the library cannot bind one address")
         prop = entry.get("version_property")
         if prop is not None and (not isinstance(prop, str) or not re.match(r"^[a-z0-9][a-z0-9.-]*$", prop)):
             raise ServerError(f"{where}: 'version_property' must be the name of a Maven property of the module")
@@ -289,6 +295,7 @@ def _load(path: Path) -> list[Server]:
             parses_http=bool(entry.get("parses_http", True)), http=http, runs_on=runs_on,
             interpreter=interpreter, script=script, install=install, version_property=prop,
             server_header=header, server_header_reason=" ".join(header_reason.split()) if header_reason else None,
+            binds_every_interface=" ".join(everywhere.split()) if everywhere else None,
         ))
     return servers
 
@@ -322,13 +329,15 @@ def select(servers: list[Server], names: str | None, variants: list[str] | None 
     it. Raises ServerError (a VariantError for a bad variant)."""
     from . import variants as variant_specs
     by_name = {s.name: s for s in servers}
-    wanted = [n.strip() for n in (names or "").split(",") if n.strip() and n.strip() != "all"]
+    tokens = [n.strip() for n in (names or "").split(",") if n.strip()]
+    wanted = [n for n in tokens if n != "all"]
     specs = [n for n in wanted if n not in by_name and ("@" in n or ":" in n)] + list(variants or [])
     plain = [n for n in wanted if n not in specs]
     unknown = [n for n in plain if n not in by_name]
     if unknown:
         raise ServerError(f"unknown server(s): {', '.join(unknown)}; known: {', '.join(by_name)}")
-    everything = not plain and not specs or (names or "").strip() == "all"
+    # Every server when --servers names none (--variant adds to them), or names "all".
+    everything = "all" in tokens or not tokens
     chosen = [s for s in servers if everything or s.name in plain or s.baseline or s.reference]
     for spec in specs:
         chosen.append(variant_specs.parse(spec, by_name | {s.name: s for s in chosen}))

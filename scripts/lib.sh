@@ -244,15 +244,26 @@ maven() {
   trap - INT TERM HUP
 }
 
-# The value of --servers (or --servers=...) in the arguments, else LATENCY_DIFF_SERVERS: the servers a run measures.
+# The servers a run measures, from the arguments: --servers (or LATENCY_DIFF_SERVERS), the variants of --variant
+# (or LATENCY_DIFF_VARIANT), and A and B of --compare; empty for every server.
 servers_arg() {
-  local want="" arg
+  local want="" arg extra=()
   while (($#)); do
     arg="$1"; shift
     case "$arg" in
       --servers) want="${1:-}"; shift || true ;;
       --servers=*) want="${arg#--servers=}" ;;
+      --variant) extra+=("${1:-}"); shift || true ;;
+      --variant=*) extra+=("${arg#--variant=}") ;;
+      --compare) extra+=("${1:-}" "${2:-}"); shift 2 || true ;;
     esac
   done
-  echo "${want:-${LATENCY_DIFF_SERVERS:-}}"
+  want="${want:-${LATENCY_DIFF_SERVERS:-}}"
+  if [[ -n "${LATENCY_DIFF_VARIANT:-}" && ${#extra[@]} -eq 0 ]]; then
+    IFS='|' read -r -a extra <<<"$LATENCY_DIFF_VARIANT"
+  fi
+  if (( ${#extra[@]} )); then
+    want="${want:-all}$(printf ',%s' "${extra[@]}")"
+  fi
+  echo "$want"
 }

@@ -11,19 +11,22 @@ usage() {
 Usage: ./scripts/run-all.sh [OPTIONS]
 
 Finds a JDK 21+, ApacheBench, a C compiler, Node.js and Python 3.11+ (installing ab, gcc, node and the Python
-packages when it can), builds the server jars and the java agent with the Maven wrapper and the
-lean client and floor responder with cc when they are missing or stale, then measures every server
-in process pairs: the server and a fresh dummy side by side, short blocks in ABBA order with the
-lean client and `ab -k -c1` (--client), under the chosen CPU pinning (--pinning). A server gets
-process pairs until its diff is precise enough or its time budget is spent. Prints the latency-diff
-tables; results and plots go to results/<UTC time>/, never over an earlier run.
+packages when it can), builds with the Maven wrapper the jars the named servers need (and the java agent) and
+with cc the lean client and the floor when they are missing or stale, then measures every server in process
+pairs: the server beside a dummy, pinned alike, the interleaved lean client alternating between the two in runs
+of requests in ABBA order, and `ab -k -c1` in ABBA blocks as a cross-check (--client); under the default shared
+pinning the next processes are prepared on the other CPU meanwhile. A server gets process pairs until its diff
+is precise enough or its time budget is spent. Prints the latency-diff tables; results and plots go to
+results/<UTC time>/, never over an earlier run.
 
 Examples:
-  ./scripts/run-all.sh                       # default profile, every server (about 50 minutes for 31)
-  ./scripts/run-all.sh --quick               # smoke run, one process pair per server (about 3 minutes)
-  ./scripts/run-all.sh --servers undertow,jetty --budget 150
+  ./scripts/run-all.sh --servers undertow,jetty    # a first result: two servers and the ladder, in minutes
+  ./scripts/run-all.sh                       # default profile, every server (DEFAULT_MINUTES on a 2-vCPU VM)
+  ./scripts/run-all.sh --quick               # smoke run, one process pair per server (QUICK_MINUTES)
+  ./scripts/run-all.sh --servers jetty --budget 300     # more time for one server's precision
+  ./scripts/run-all.sh --compare undertow undertow@1.0.15.Final   # head to head: a release against another
   ./scripts/run-all.sh --pinning split --client ab   # the study's set-up and client
-  ./scripts/run-all.sh --profile original    # the 2014 study's single 10,000,000-request run
+  ./scripts/run-all.sh --profile original    # ab alone, each process serving the study's 10,000,000 requests
 
 USAGE
 }

@@ -70,11 +70,13 @@ def ab_block(rtt_ns: float) -> str:
 
 def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complete", clients=("lean",),
                     settings: dict | None = None, meta: dict[str, dict] | None = None, ab_rtt=None,
-                    seconds: dict | None = None) -> Path:
+                    seconds: dict | None = None, baseline: str = "dummy") -> Path:
     """pairs: server -> list of pairs; a pair is (base_ns, server_ns) (2 segments, every request that value), a
     dict {"segments": [(b, s), ...], "stall": ns, "stall_every_server_segment": bool, "non_2xx": n,
     "cpu": (server ticks, base ticks), "jvm": {...}}, or "failed:<phase>:<reason>". ab_rtt: server -> per pair
-    (base, server) round trips of one ab quad. seconds: a pair's times (default total 20, measure 10)."""
+    (base, server) round trips of one ab quad. seconds: a pair's times (default total 20, measure 10). baseline: the
+    server in every pair's base place (another for --compare A B; the dummy is then a reference row measured
+    against it)."""
     run = tmp / "run"
     run.mkdir(parents=True)
     st = {"profile": "test", "warmup": 0, "settle": "queue", "run_length": 1, "segment": SEGMENT, "segments": 2,
@@ -82,9 +84,10 @@ def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complet
           "max_pairs": 5, "budget_s": 60.0, "precision_pct": 5.0, "precision_floor_us": 0.5, "clients": list(clients),
           "http": "auto", "pinning": "shared", "client_cpu": 1, "server_cpu": 1, "prepare_cpu": 0, "jvm_flags": [],
           **(settings or {})}
-    names = ["dummy", *pairs]
-    servers = [{"name": n, "display": n.title(), "threading": "blocking", "baseline": n == "dummy",
-                "reference": n in ("floor", "dummy-nio", "null"), "library": None, "notes": "test",
+    names = [baseline, *pairs]
+    servers = [{"name": n, "display": n.title(), "threading": "blocking", "baseline": n == baseline,
+                "reference": n in ("floor", "dummy-nio", "null") or (n == "dummy" and n != baseline),
+                "library": None, "notes": "test",
                 **((meta or {}).get(n, {}))} for n in names]
     w = rundir.Writer(run)
     w.run({"run_id": "test", "status": status, "seconds": 90.0, "settings": st, "requests": {},
@@ -100,7 +103,7 @@ def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complet
                 w.pair(rec)
                 continue
             spec = p if isinstance(p, dict) else {"segments": [p, p]}
-            rec.base = ProcessRecord(tag=f"dummy-r{k}", response_bytes=296)
+            rec.base = ProcessRecord(tag=f"{baseline}-r{k}", response_bytes=296)
             rec.process = ProcessRecord(tag=f"{name}-p{k}", response_bytes=296)
             if "lean" in clients:
                 out = lean_pair(spec["segments"], stall=spec.get("stall"),

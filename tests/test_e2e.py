@@ -124,6 +124,27 @@ def test_quick_run_measures_every_server(tmp_path):
     assert nothing_left(port)
 
 
+def test_a_quick_head_to_head_run_measures_b_against_a(tmp_path):
+    port = free_port()
+    proc = run_all("--quick", "--compare", "undertow", "undertow:jvm=-XX:+UseSerialGC", "--results-dir", str(tmp_path),
+                   "--port", str(port))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = the_run(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    by_name = {s["name"]: s for s in summary["servers"]}
+    # A in the dummy's place, B measured against it, the dummy measured against A as a reference row, and the
+    # null pair: a second A process against A.
+    assert summary["settings"]["compare"] == ["undertow", "undertow+useserialgc"]
+    assert set(by_name) == {"undertow", "undertow+useserialgc", "dummy", "null"}
+    assert by_name["undertow"]["baseline"] and by_name["dummy"]["reference"]
+    assert by_name["undertow+useserialgc"]["valid"] and by_name["dummy"]["valid"]
+    for e in pairs_of(run_dir):
+        assert e["status"] == "measured" and e["base"]["tag"].startswith("undertow-"), e
+    assert "Head to head" in proc.stdout and "B - A (undertow+useserialgc - undertow)" in proc.stdout
+    assert "A - dummy (undertow)" in (run_dir / "report.md").read_text()
+    assert nothing_left(port)
+
+
 @pytest.mark.parametrize("pinning, client", [("split", "ab"), ("none", "lean")])
 def test_pinning_modes_and_single_clients_are_recorded(tmp_path, pinning, client):
     proc = run_all("--quick", "--servers", "undertow", "--pinning", pinning, "--client", client,

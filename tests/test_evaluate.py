@@ -312,6 +312,35 @@ def test_compare_names_a_real_change(tmp_path):
     assert rows == [["undertow", "7.00", "9.00", "+2.00", "[1.77, 2.23]", "+29%", "slower"]]
 
 
+def test_head_to_head_measures_b_against_a_and_each_against_the_dummy(tmp_path):
+    # --compare a b: a in the dummy's place. Every base (a) takes 50,000 ns, so the reference is 50,000 and
+    # scaling changes nothing. B - A: ratios 1.06, 1.064, 1.056 -> 3,000, 3,200, 2,800; mean 3,000, sd 200,
+    # half-width 4.302653 * 200 / sqrt(3) = 496.8 -> [2.50, 3.50]; mean ratio 1.060.
+    # The dummy against a: -5,000, -4,900, -5,100 (sd 100), so A - dummy = 5,000, half-width 248.4 -> [4.75, 5.25];
+    # ratio 1 / 0.9 = 1.111. B - dummy: 3,000 - (-5,000) = 8,000; Welch: se sqrt(200^2/3 + 100^2/3) = 129.10,
+    # df (50,000/3)^2 / ((40,000/3)^2/2 + (10,000/3)^2/2) = 2.941; t(0.975, 2.941) = 3.2188 -> ±415.5
+    # -> [7.58, 8.42].
+    run = make_paired_run(tmp_path, {"b": [(50_000, 53_000), (50_000, 53_200), (50_000, 52_800)],
+                                     "dummy": [(50_000, 45_000), (50_000, 45_100), (50_000, 44_900)]},
+                          baseline="a", settings={"compare": ["a", "b"]})
+    r = evaluate.build(run)
+    assert r.baseline.name == "a" and server(r, "dummy").reference
+    cols, rows, _ = tables.head_to_head_table(r)
+    assert cols == ("difference", "[us]", "95% CI [us]", "ratio", "pairs", "verdict")
+    assert rows == [["B - A (b - a)", "3.00", "[2.50, 3.50]", "1.060", "3", "B slower"],
+                    ["A - dummy (a)", "5.00", "[4.75, 5.25]", "1.111", "3", "-"],
+                    ["B - dummy (b)", "8.00", "[7.58, 8.42]", "-", "-", "-"]]
+    assert "process pairs against a," in tables.headline(r)
+
+
+def test_head_to_head_within_noise_is_not_significant(tmp_path):
+    # B - A: 1,000, -1,000, 300 -> mean 100, sd 1,014.9, half-width 2,521 -> [-2.42, 2.62]: holds 0.
+    run = make_paired_run(tmp_path, {"b": [(50_000, 51_000), (50_000, 49_000), (50_000, 50_300)]},
+                          baseline="a", settings={"compare": ["a", "b"]})
+    _, rows, _ = tables.head_to_head_table(evaluate.build(run))
+    assert rows == [["B - A (b - a)", "0.10", "[-2.42, 2.62]", "1.002", "3", "not significant"]]
+
+
 def test_compare_from_the_command_line_and_old_runs(tmp_path, capsys):
     a = make_paired_run(tmp_path / "a", {"undertow": [(20_000, 27_000)] * 3})
     assert analyze.main(["compare", str(a), str(a)]) == 0

@@ -74,4 +74,5 @@ def test_preparing_ahead_follows_the_pinning(monkeypatch):
 
 def test_the_original_profile_is_abs_own_run(monkeypatch):
     s = resolve(["--profile", "original"], monkeypatch)
-    assert s.clients == ("ab",) and s.ab_requests == 10_000_000 and s.ab_quads == 1 and s.warmup == 0
+    # Each process serves the study's 10,000,000 requests: two blocks of an ABBA quad each.
+    assert s.clients == ("ab",) and 2 * s.ab_requests == 10_000_000 and s.ab_quads == 1 and s.warmup == 0

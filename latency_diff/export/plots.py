@@ -109,6 +109,27 @@ def _grid() -> list[float]:
     return [100.0 * (1.0 - 10 ** (-6 * i / n)) for i in range(n + 1)]
 
 
+def changes_plot(rows: list[tuple[str, float, float, float]], title: str, xlabel: str, path: Path) -> Path:
+    """One bar per comparison: (label, change, low, high) in ns, drawn in us with the 95% interval; PNG at path."""
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(rows) + 1.6))
+    rows = list(reversed(rows))  # the first at the top
+    y = range(len(rows))
+    means = [m / 1000 for _, m, _, _ in rows]
+    err = [[(m - lo) / 1000 for _, m, lo, _ in rows], [(hi - m) / 1000 for _, m, _, hi in rows]]
+    colors = ["#9e9e9e" if lo <= 0 <= hi else ("#c0504d" if m > 0 else "#4f81bd") for _, m, lo, hi in rows]
+    ax.barh(list(y), means, xerr=err, color=colors, ecolor="black", capsize=3)
+    ax.set_yticks(list(y), [label for label, *_ in rows])
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    rundir.write_atomic(path, buf.getvalue())
+    return path
+
+
 PLOTS = {"diffs": diff_plot, "percentiles": percentile_plot}
 
 

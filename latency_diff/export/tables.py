@@ -286,30 +286,30 @@ def section_tables(r: RunResult) -> list[tuple[str, str, Table]]:
 
 # -- sentences -------------------------------------------------------------------------------------
 def headline(r: RunResult) -> str:
-    st = r.settings
+    cfg = r.settings
     jdk = r.env.get("jdk", {}).get("java.runtime.version") or r.env.get("jdk", {}).get("java.version") or "?"
     took = f" in {r.seconds / 60:.1f} min" if r.seconds else ""
-    if "segment" in st:
-        how = (f"the interleaved lean client in runs of {st.get('run_length')} requests, segments of "
-               f"{_count(st.get('segment'))}")
+    if "segment" in cfg:
+        how = (f"the interleaved lean client in runs of {cfg.get('run_length')} requests, segments of "
+               f"{_count(cfg.get('segment'))}")
     else:
-        how = f"ABBA blocks of {_count(st.get('block_requests'))} requests"
+        how = f"ABBA blocks of {_count(cfg.get('block_requests'))} requests"
     ref = r.ref.get(r.primary)
     at = f"; diffs at a baseline round trip of {us(ref)} us" if ref else ""
-    against = r.baseline.name if r.baseline else "the dummy"
+    against = r.baseline.name if r.baseline and r.baseline.name != "dummy" else "the dummy"
     return (f"latency-diff run {r.run_id} ({r.status}{took}): process pairs against {against}, {how}, profile "
-            f"{st.get('profile')}, precision target ±max({st.get('precision_floor_us')} us, {st.get('precision_pct')}%)"
-            f"{at}; {_pinning_short(st)}; clients {' and '.join(r.clients)} (diffs from {r.primary}); JDK {jdk}; "
-            f"{r.env.get('cpu_model') or 'unknown CPU'}")
+            f"{cfg.get('profile')}, precision target ±max({cfg.get('precision_floor_us')} us, "
+            f"{cfg.get('precision_pct')}%){at}; {_pinning_short(cfg)}; clients {' and '.join(r.clients)} (diffs "
+            f"from {r.primary}); JDK {jdk}; {r.env.get('cpu_model') or 'unknown CPU'}")
 
 
-def _pinning_short(st: dict) -> str:
-    mode = st.get("pinning") or "none"
+def _pinning_short(cfg: dict) -> str:
+    mode = cfg.get("pinning") or "none"
     if mode == "none":
         return "pinning none"
     if mode == "shared":
-        return f"pinning shared (client and servers on CPU {st.get('server_cpu')})"
-    return f"pinning split (client on CPU {st.get('client_cpu')}, servers on CPU {st.get('server_cpu')})"
+        return f"pinning shared (client and servers on CPU {cfg.get('server_cpu')})"
+    return f"pinning split (client on CPU {cfg.get('client_cpu')}, servers on CPU {cfg.get('server_cpu')})"
 
 
 def pinning_sentence(r: RunResult) -> str:
@@ -401,25 +401,24 @@ def setup_lines(r: RunResult) -> list[str]:
     env = r.env
     jdk = env.get("jdk", {})
     kit = env.get("kit", {})
-    st = r.settings
-    if "segment" in st:
-        measured = (f"the interleaved lean client: {st.get('segments')} segments of {_count(st.get('segment'))} "
-                    f"requests per process in a first pair (then adapted), runs of {st.get('run_length')} in ABBA "
-                    "order, "
-                    f"{_count(st.get('pair_warmup'))} untimed first; ab: {st.get('ab_quads')} ABBA quad(s) of "
-                    f"{_count(st.get('ab_requests'))}-request blocks; {_count(st.get('warmup'))} warm-up requests per "
-                    f"process, then JIT wait: {st.get('settle')}")
+    cfg = r.settings
+    if "segment" in cfg:
+        measured = (f"the interleaved lean client: {cfg.get('segments')} segments of {_count(cfg.get('segment'))} "
+                    f"requests per process in a first pair (then adapted), runs of {cfg.get('run_length')} in ABBA "
+                    f"order, {_count(cfg.get('pair_warmup'))} untimed first; ab: {cfg.get('ab_quads')} ABBA quad(s) "
+                    f"of {_count(cfg.get('ab_requests'))}-request blocks; {_count(cfg.get('warmup'))} warm-up "
+                    f"requests per process, then JIT wait: {cfg.get('settle')}")
     else:
-        measured = (f"ABBA quads of blocks of {_count(st.get('block_requests'))} timed requests after "
-                    f"{_count(st.get('block_warmup'))} untimed ones, {st.get('quads')} quads per client in a first "
-                    f"pair; {_count(st.get('warmup'))} warm-up requests per process")
-    return [f"Profile {st.get('profile')}: {st.get('min_pairs')}-{st.get('max_pairs')} process pairs per server, "
-            f"budget {st.get('budget_s')} s per server; {measured}; clients: {' and '.join(r.clients)}; HTTP: "
-            f"{st.get('http')}",
-            pinning_sentence(r) + (f" Processes were prepared on CPU {st['prepare_cpu']} while CPU "
-                                   f"{st.get('server_cpu')} measured." if st.get("prepare_cpu") is not None else ""),
+        measured = (f"ABBA quads of blocks of {_count(cfg.get('block_requests'))} timed requests after "
+                    f"{_count(cfg.get('block_warmup'))} untimed ones, {cfg.get('quads')} quads per client in a first "
+                    f"pair; {_count(cfg.get('warmup'))} warm-up requests per process")
+    return [f"Profile {cfg.get('profile')}: {cfg.get('min_pairs')}-{cfg.get('max_pairs')} process pairs per server, "
+            f"budget {cfg.get('budget_s')} s per server; {measured}; clients: {' and '.join(r.clients)}; HTTP: "
+            f"{cfg.get('http')}",
+            pinning_sentence(r) + (f" Processes were prepared on CPU {cfg['prepare_cpu']} while CPU "
+                                   f"{cfg.get('server_cpu')} measured." if cfg.get("prepare_cpu") is not None else ""),
             f"JVM: {jdk.get('java.vm.name', '?')} {jdk.get('java.runtime.version', jdk.get('java.version', '?'))}"
-            f" ({jdk.get('java.vendor', '?')}), flags `{' '.join(st.get('jvm_flags', []))}`",
+            f" ({jdk.get('java.vendor', '?')}), flags `{' '.join(cfg.get('jvm_flags', []))}`",
             f"Machine: {env.get('cpu_model')}, {env.get('cpus_online')} CPUs, kernel {env.get('kernel')}, "
             f"{env.get('os')}, virtualization {env.get('virtualization')}, container {env.get('container')}"
             + (f" ({env['container_evidence']})" if env.get("container_evidence") else ""),
