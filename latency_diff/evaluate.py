@@ -387,7 +387,8 @@ def _run_warnings(r: RunResult) -> None:
     null = r.null
     if null is not None and null.valid and null.diff.ci95_low is not None and not null.diff.ci95_low <= 0 <= \
             null.diff.ci95_high:
-        r.warnings.append(w.NullPairBiased(null.diff.mean, null.diff.ci95_low, null.diff.ci95_high))
+        r.warnings.append(w.NullPairBiased(null.diff.mean, null.diff.ci95_low, null.diff.ci95_high,
+                                           r.baseline.name if r.baseline else "dummy"))
     ratio = floor_ratio(r)
     if ratio is not None and ratio.rel_spread is not None and ratio.rel_spread > FLOOR_RATIO_SD_MAX:
         r.warnings.append(w.FloorRatioUnstable(ratio.mean, ratio.rel_spread, FLOOR_RATIO_SD_MAX))

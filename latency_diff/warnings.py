@@ -147,10 +147,12 @@ class NullPairBiased(RunWarning):
     mean_ns: float
     low_ns: float
     high_ns: float
+    baseline: str = "dummy"
 
     @property
     def text(self) -> str:
-        return (f"the null pair (dummy against a second dummy process) shows a difference: {_us(self.mean_ns)} us "
+        return (f"the null pair ({self.baseline} against a second {self.baseline} process) shows a difference: "
+                f"{_us(self.mean_ns)} us "
                 f"[{_us(self.low_ns)}, {_us(self.high_ns)}], which should contain 0: the pairing is biased by "
                 "something (port, order, a busy machine); rerun on a quieter machine before trusting the diffs")
 

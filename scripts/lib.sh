@@ -223,7 +223,8 @@ build_jars() {
       [[ -n "${stale_options[$i]}" ]] || continue
       # A version variant: its module alone, with the version property set, into a folder of its own.
       # shellcheck disable=SC2086  # the options are words: -Dprop=value -Dlatency-diff.build.dir=...
-      maven -B -q package -DskipTests -pl "${stale[$i]}" -am ${stale_options[$i]}
+      MAVEN_WHAT="the build of ${stale[$i]} with ${stale_options[$i]%% *} (is that release on Maven Central, and \
+does the module's source compile against it?)" maven -B -q package -DskipTests -pl "${stale[$i]}" -am ${stale_options[$i]}
     done
   fi
   mkdir -p "$stamps"
@@ -235,12 +236,12 @@ build_jars() {
 }
 
 # Runs the Maven wrapper in the background and waits for it, so that SIGINT/SIGTERM reach this shell at once and
-# the Maven JVM is stopped with it instead of building on alone.
+# the Maven JVM is stopped with it instead of building on alone. MAVEN_WHAT names the build in the error line.
 maven() {
   (cd "$KIT_ROOT" && exec ./mvnw "$@") &
   local pid=$!
   trap 'kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; err "build interrupted"; exit 130' INT TERM HUP
-  wait "$pid" || die "the Maven build failed (see above)"
+  wait "$pid" || die "${MAVEN_WHAT:-the Maven build} failed (see above)"
   trap - INT TERM HUP
 }
 

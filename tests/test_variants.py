@@ -1,11 +1,12 @@
 """Variants of a server (another release, JDK or JVM flags): their names, builds and commands, and their errors."""
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from latency_diff import settings, variants
+from latency_diff import KIT_ROOT, settings, variants
 from latency_diff.servers import MIN_JAVA, ServerError, build_modules, discover, select
 
 KNOWN = {s.name: s for s in discover()}
@@ -89,3 +90,15 @@ def test_head_to_head_puts_a_in_the_dummys_place(monkeypatch):
                           (["--compare", "dummy", "undertow"], "the dummy is measured against A anyway")):
         with pytest.raises(settings.RunError, match=message):
             settings.resolve(settings.build_parser("").parse_args(argv))
+
+
+def test_a_release_that_does_not_resolve_stops_the_build_with_one_line_naming_it(tmp_path):
+    # Maven Central answers 404 for this version: the build fails before anything is measured, and the last line
+    # names the variant's build.
+    proc = subprocess.run([str(KIT_ROOT / "scripts" / "build.sh"), "--servers", "undertow@0.0.0-no.such.release"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("latency-diff: error: the build of servers/undertow with "
+                           "-Dundertow.version=0.0.0-no.such.release (is that release on Maven Central"), last
+    assert not (KNOWN["undertow"].module_dir / "target" / "v-0.0.0-no.such.release" / "undertow.jar").exists()

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
     if subprocess.run([str(KIT_ROOT / "scripts" / "build.sh"), "--servers", ",".join(servers)]).returncode != 0:
         raise SystemExit("bench matrix: a variant did not build (see above)")
     out = common.out_dir(args.results_dir, f"matrix-{args.kind}")
-    run_dir, minutes = common.run_driver(out / "run", ["--servers", ",".join(servers), *driver_args])
+    run_dir, _ = common.run_driver(out / "run", ["--servers", ",".join(servers), *driver_args])
     r = common.build(run_dir)
     table, data = comparison(r, pairs)
     print(tables.render_text(table))
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
         plots.changes_plot(measured, f"latency-diff matrix {args.kind}: each variant against its reference",
                            "change of the diff [us] (95% interval; grey: not significant, red: slower, blue: faster)",
                            out / "matrix.png")
-    common.write(out, "matrix", f"Matrix: {args.kind}", [f"Run: {tables.headline(r)} ({minutes:.1f} min)",
+    common.write(out, "matrix", f"Matrix: {args.kind}", [f"Run: {tables.headline(r)}",
                                                           common.md_table(table), "![The changes](matrix.png)"],
                  {"kind": args.kind, "run": str(run_dir.relative_to(out)), "comparisons": data})
     return 0

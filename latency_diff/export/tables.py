@@ -338,7 +338,8 @@ def checks(r: RunResult) -> list[str]:
     null = r.null
     if null is not None and null.valid and null.diff.ci95_low is not None:
         ok = null.diff.ci95_low <= 0 <= null.diff.ci95_high
-        out.append(f"null pair (dummy against a second dummy process): {null.diff.mean / 1000:+.2f} us "
+        base = r.baseline.name if r.baseline else "dummy"
+        out.append(f"null pair ({base} against a second {base} process): {null.diff.mean / 1000:+.2f} us "
                    f"{ci_text(null.diff)} over {null.diff.n} pairs: " + ("contains 0, as it must" if ok else
                                                                          "does NOT contain 0 (see warnings)"))
     elif null is not None:

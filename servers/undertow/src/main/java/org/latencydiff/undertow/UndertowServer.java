@@ -4,7 +4,9 @@ import io.undertow.Undertow;
 import io.undertow.util.HeaderMap;
 import io.undertow.util.Headers;
 import io.undertow.util.HttpString;
-import java.net.InetSocketAddress;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
@@ -22,8 +24,9 @@ public final class UndertowServer {
                     .toList();
             ByteBuffer body = ByteBuffer.allocateDirect(ref.bodyBytes().length).put(ref.bodyBytes()).flip();
             String name = options.name();
+            int port = options.port() != 0 ? options.port() : freePort(options.host());
             Undertow server = Undertow.builder()
-                    .addHttpListener(options.port(), options.host())
+                    .addHttpListener(port, options.host())
                     .setHandler(exchange -> {
                         HeaderMap out = exchange.getResponseHeaders();
                         for (Map.Entry<HttpString, String> h : headers) {
@@ -35,7 +38,17 @@ public final class UndertowServer {
                     })
                     .build();
             server.start();
-            return ((InetSocketAddress) server.getListenerInfo().get(0).getAddress()).getPort();
+            return port;
         });
+    }
+
+    /**
+     * A free port for --port 0, found before the listener binds: Undertow 1.0 (the study's release, which this module
+     * also builds against) cannot tell which port its listener got; getListenerInfo() came with 1.4.
+     */
+    private static int freePort(String host) throws IOException {
+        try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getByName(host))) {
+            return probe.getLocalPort();
+        }
     }
 }
