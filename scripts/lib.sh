@@ -216,15 +216,25 @@ build_jars() {
     for i in "${!stale[@]}"; do
       [[ -z "${stale_options[$i]}" ]] && plain+=("${stale[$i]}")
     done
+    # A module whose build extension Maven would download for any build of the reactor keeps it in a profile that
+    # -Dlatency-diff.skip-<folder> turns off (servers/quarkus/pom.xml): set for each such module not being built.
+    local skip=() pom folder
+    for pom in "${KIT_ROOT}"/servers/*/pom.xml; do
+      folder="$(basename "$(dirname "$pom")")"
+      if grep -q "<name>!latency-diff.skip-${folder}</name>" "$pom" && [[ " ${stale[*]} " != *" servers/${folder} "* ]]; then
+        skip+=("-Dlatency-diff.skip-${folder}")
+      fi
+    done
     if (( ${#plain[@]} )); then
-      maven -B -q package -DskipTests -pl "$(IFS=,; echo "${plain[*]}")" -am
+      maven -B -q package -DskipTests -pl "$(IFS=,; echo "${plain[*]}")" -am "${skip[@]}"
     fi
     for i in "${!stale[@]}"; do
       [[ -n "${stale_options[$i]}" ]] || continue
       # A version variant: its module alone, with the version property set, into a folder of its own.
       # shellcheck disable=SC2086  # the options are words: -Dprop=value -Dlatency-diff.build.dir=...
       MAVEN_WHAT="the build of ${stale[$i]} with ${stale_options[$i]%% *} (is that release on Maven Central, and \
-does the module's source compile against it?)" maven -B -q package -DskipTests -pl "${stale[$i]}" -am ${stale_options[$i]}
+does the module's source compile against it?)" maven -B -q package -DskipTests -pl "${stale[$i]}" -am "${skip[@]}" \
+        ${stale_options[$i]}
     done
   fi
   mkdir -p "$stamps"

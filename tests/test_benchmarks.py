@@ -11,7 +11,7 @@ import pytest
 from runs import make_paired_run
 
 from latency_diff import KIT_ROOT, evaluate, injector
-from latency_diff.bench import common, design, interleave, robustness, warmup
+from latency_diff.bench import common, design, interleave, matrix, robustness, warmup
 from latency_diff.bench.__main__ import main as bench_main
 
 
@@ -146,3 +146,18 @@ def test_the_bench_entry_point_refuses_unknown_benchmarks_and_bad_lists(tmp_path
         bench_main(["pinning", "--pinnings", "split,shared", "--results-dir", str(tmp_path)])
     with pytest.raises(SystemExit, match="must name stall and/or drift"):
         bench_main(["robustness", "--conditions", "wind", "--results-dir", str(tmp_path)])
+
+
+def test_a_matrix_compares_one_variant_with_several_rows(tmp_path):
+    # a: 7,000 +- 200 (sd); b: 5,000 +- 100; c: 8,000 +- 100. a - b = 2,000, Welch se sqrt(200^2/3 + 100^2/3) = 129.1,
+    # df 2.94, t 3.2188 -> +-415.5: [1.58, 2.42]; a - c = -1,000: [-1.42, -0.58]. Ratios 1.35/1.25 and 1.35/1.40.
+    run = make_paired_run(tmp_path, {"a": [(20_000, 27_000), (20_000, 27_200), (20_000, 26_800)],
+                                     "b": [(20_000, 25_000), (20_000, 25_100), (20_000, 24_900)],
+                                     "c": [(20_000, 28_000), (20_000, 28_100), (20_000, 27_900)]})
+    (_, rows, _), data = matrix.comparison(evaluate.build(run), [("a", "b"), ("a", "c"), ("a", "nope")])
+    assert rows == [["a", "b", "7.00", "5.00", "2.00", "[1.58, 2.42]", "1.080", "slower"],
+                    ["a", "c", "7.00", "8.00", "-1.00", "[-1.42, -0.58]", "0.964", "faster"],
+                    ["a", "nope", "-", "-", "-", "-", "-", "not measured: nope is not in the run"]]
+    assert list(data) == ["a against b", "a against c", "a against nope"]
+    assert data["a against b"]["variant"] == "a" and data["a against b"]["of"] == "b"
+    assert data["a against nope"]["measured"] is False

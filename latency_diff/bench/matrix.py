@@ -21,6 +21,7 @@ import argparse
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 from .. import KIT_ROOT, stats
 from ..export import tables
@@ -69,13 +70,18 @@ def plan(kind: str) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def comparison(r: RunResult, pairs: list[tuple[str, str]]) -> tuple[tables.Table, dict]:
+    """The table, and the data keyed "VARIANT against REFERENCE" (one variant may be compared with several rows)."""
     rows, data = [], {}
     for name, ref_name in pairs:
+        key = f"{name} against {ref_name}"
         s, ref = r.server(name), r.server(ref_name)
         if s is None or ref is None or not s.valid or not ref.valid:
-            why = "not in the run" if s is None else s.reason or "" if not s.valid else ref.reason or "invalid"
+            if s is None or ref is None:
+                why = f"{name if s is None else ref_name} is not in the run"
+            else:
+                why = s.reason or "invalid" if not s.valid else f"{ref_name}: {ref.reason or 'invalid'}"
             rows.append([name, ref_name, "-", "-", "-", "-", "-", f"not measured: {why}"])
-            data[name] = {"of": ref_name, "measured": False, "reason": why}
+            data[key] = {"variant": name, "of": ref_name, "measured": False, "reason": why}
             continue
         change = stats.welch_difference(s.estimates, ref.estimates)
         verdict = ("too few pairs" if change.ci95_low is None else "not significant"
@@ -83,8 +89,8 @@ def comparison(r: RunResult, pairs: list[tuple[str, str]]) -> tuple[tables.Table
         ratio = s.clients[s.primary].ratio.mean / ref.clients[ref.primary].ratio.mean
         rows.append([name, ref_name, tables.us(s.diff.mean), tables.us(ref.diff.mean), tables.us(change.mean),
                      tables.ci_text(change), f"{ratio:.3f}", verdict])
-        data[name] = {"of": ref_name, "measured": True, "diff_ns": s.diff.to_dict(), "of_diff_ns": ref.diff.to_dict(),
-                      "change_ns": change.to_dict(), "verdict": verdict}
+        data[key] = {"variant": name, "of": ref_name, "measured": True, "diff_ns": s.diff.to_dict(),
+                     "of_diff_ns": ref.diff.to_dict(), "change_ns": change.to_dict(), "verdict": verdict}
     cols = ("variant", "against", "its diff [us]", "the reference's [us]", "change [us]", "95% CI [us]",
             "round trip ratio", "verdict")
     return (cols, rows, {2, 3, 4, 5, 6}), data
@@ -101,17 +107,22 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
         raise SystemExit("bench matrix: a variant did not build (see above)")
     out = common.out_dir(args.results_dir, f"matrix-{args.kind}")
     run_dir, _ = common.run_driver(out / "run", ["--servers", ",".join(servers), *driver_args])
+    report(args.kind, out, run_dir, pairs)
+    return 0
+
+
+def report(kind: str, out: Path, run_dir: Path, pairs: list[tuple[str, str]]) -> None:
+    """The matrix's page (matrix.md), data (matrix.json) and plot (matrix.png) in `out`, from its run."""
     r = common.build(run_dir)
     table, data = comparison(r, pairs)
     print(tables.render_text(table))
     from ..export import plots  # matplotlib, from the kit's virtual environment
-    measured = [(name, d["change_ns"]["mean"], d["change_ns"]["ci95_low"], d["change_ns"]["ci95_high"])
-                for name, d in data.items() if d["measured"] and d["change_ns"]["ci95_low"] is not None]
+    measured = [(label, d["change_ns"]["mean"], d["change_ns"]["ci95_low"], d["change_ns"]["ci95_high"])
+                for label, d in data.items() if d["measured"] and d["change_ns"]["ci95_low"] is not None]
     if measured:
-        plots.changes_plot(measured, f"latency-diff matrix {args.kind}: each variant against its reference",
+        plots.changes_plot(measured, f"latency-diff matrix {kind}: each variant against its reference",
                            "change of the diff [us] (95% interval; grey: not significant, red: slower, blue: faster)",
                            out / "matrix.png")
-    common.write(out, "matrix", f"Matrix: {args.kind}", [f"Run: {tables.headline(r)}",
-                                                          common.md_table(table), "![The changes](matrix.png)"],
-                 {"kind": args.kind, "run": str(run_dir.relative_to(out)), "comparisons": data})
-    return 0
+    common.write(out, "matrix", f"Matrix: {kind}", [f"Run: {tables.headline(r)}", common.md_table(table),
+                                                     "![The changes](matrix.png)"],
+                 {"kind": kind, "run": str(run_dir.relative_to(out)), "comparisons": data})
