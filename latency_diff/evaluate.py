@@ -347,7 +347,11 @@ def _warnings(s: ServerResult, r: RunResult) -> list[w.RunWarning]:
     for i in stats.outliers(c.estimates, min_abs=float(r.settings.get("precision_floor_us", 0.5)) * 500):
         out.append(w.OutlierPair(i + 1, c.estimates[i], statistics.median(c.estimates), len(c.estimates)))
     if s.clients_agree is False:
-        out.append(w.ClientsDisagree(s.clients["ab"].diff.mean, s.clients["lean"].diff.mean))
+        ab, lean = s.clients["ab"], s.clients["lean"]
+        # The plain mean sides with ab when it is nearer ab's diff than the headline and within ab's interval.
+        plain = lean.plain_diff if lean.plain_diff is not None and _overlap(lean.plain_diff, ab.diff) and abs(
+            lean.plain_diff.mean - ab.diff.mean) < abs(lean.plain_diff.mean - lean.diff.mean) else None
+        out.append(w.ClientsDisagree(ab.diff.mean, lean.diff.mean, plain.mean if plain is not None else None))
     if s.scaling_agrees is False and not s.ladder:
         out.append(w.ScalingDisagrees(c.diff.mean, c.unscaled_diff.mean))
     # In a smoke run the JIT's work on the shared CPU explains any gap (the caveat says so, once).

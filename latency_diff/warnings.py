@@ -67,13 +67,22 @@ class OutlierPair(RunWarning):
 class ClientsDisagree(RunWarning):
     ab_ns: float
     lean_ns: float
+    #: The lean client's plain (untrimmed) mean diff, when it sides with ab's (nearer it than the headline, intervals
+    #: overlapping): then rare slow requests, which the headline's trimmed mean leaves out and ab's mean keeps,
+    #: explain the gap.
+    lean_plain_ns: float | None = None
 
     @property
     def text(self) -> str:
-        return (f"ab and the lean client disagree on the diff ({_us(self.ab_ns)} against {_us(self.lean_ns)} us, "
-                "intervals apart): ab leaves more time between requests (its own work) and starts a fresh connection "
-                "per block, and this server's cost per request depends on that (a poller that parks between "
-                "requests, a thread per connection); compare servers by one client's diffs, the headline's")
+        head = (f"ab and the lean client disagree on the diff ({_us(self.ab_ns)} against {_us(self.lean_ns)} us, "
+                "intervals apart): ")
+        if self.lean_plain_ns is not None:
+            return head + (f"the lean client's plain mean ({_us(self.lean_plain_ns)} us) agrees with ab, so the gap is "
+                           "rare slow requests, which the headline's 1%-trimmed mean leaves out (see the tail in the "
+                           "report); compare servers by the headline, and read the tail for the slow requests")
+        return head + ("ab leaves more time between requests (its own work) and starts a fresh connection per "
+                       "block, and this server's cost per request depends on that (a poller that parks between "
+                       "requests, a thread per connection); compare servers by one client's diffs, the headline's")
 
 
 @dataclass(frozen=True)

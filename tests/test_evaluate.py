@@ -179,6 +179,25 @@ def test_two_clients_and_their_agreement(tmp_path):
     assert t[1][0][:6] == ["undertow", "7.00", "[5.76, 8.24]", "7.10", "[5.86, 8.34]", "yes"]
 
 
+@pytest.mark.parametrize("stall, reading", [
+    (None, "ab leaves more time between requests"),
+    # The last request of every server segment of 2,000 takes 26.02 ms instead of 27 us: (26,020,000 - 27,000) / 2,000
+    # = +12,996.5 ns on the plain mean (7.00 -> 20.00 us), nothing on the 1%-trimmed one.
+    (26_020_000, "the lean client's plain mean (20.00 us) agrees with ab, so the gap is rare slow requests"),
+])
+def test_clients_that_disagree_are_explained_by_the_plain_mean_when_it_sides_with_ab(tmp_path, stall, reading):
+    # lean: 7,000 +- 100 a pair; ab: 20,000 +- 100 (intervals apart).
+    spec = [{"segments": [(20_000, 27_000 + d)] * 2,
+             **({"stall": stall + d, "stall_every_server_segment": True} if stall else {})} for d in (-100, 0, 100)]
+    run = make_paired_run(tmp_path, {"undertow": spec}, clients=("lean", "ab"),
+                          ab_rtt={"undertow": [(30_000, 49_900), (30_000, 50_000), (30_000, 50_100)]})
+    u = server(evaluate.build(run), "undertow")
+    assert u.clients_agree is False and u.diff.mean == pytest.approx(7_000, abs=1)
+    (text,) = [x for x in texts(u.warnings) if "disagree on the diff" in x]
+    assert text.startswith("ab and the lean client disagree on the diff (20.00 against 7.00 us, intervals apart): ")
+    assert reading in text
+
+
 def test_frameworks_show_what_they_add_over_their_server(tmp_path):
     run = make_paired_run(tmp_path, {"netty": [(20_000, 25_000), (20_000, 25_500), (20_000, 24_500)],
                                      "spring": [(20_000, 45_000), (20_000, 46_000), (20_000, 44_000)]},
