@@ -51,12 +51,7 @@ def compare(a: RunResult, b: RunResult) -> tuple[tables.Table, list[str]]:
             continue
         # Each run's pair estimates are already server minus baseline, and pairs are independent.
         change = stats.welch_difference(sb.estimates, sa.estimates)
-        if change.ci95_low is None:
-            verdict = "too few pairs"
-        elif change.ci95_low <= 0 <= change.ci95_high:
-            verdict = "not significant"
-        else:
-            verdict = "slower" if change.mean > 0 else "faster"
+        verdict = tables.change_verdict(change)
         rel = f"{change.mean / sa.diff.mean:+.0%}" if sa.diff and abs(sa.diff.mean) > 1e-9 else "-"
         rows.append([sa.name, f"{sa.diff.mean / 1000:.2f}", f"{sb.diff.mean / 1000:.2f}",
                      f"{change.mean / 1000:+.2f}", tables.ci_text(change), rel, verdict])

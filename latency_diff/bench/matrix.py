@@ -84,8 +84,7 @@ def comparison(r: RunResult, pairs: list[tuple[str, str]]) -> tuple[tables.Table
             data[key] = {"variant": name, "of": ref_name, "measured": False, "reason": why}
             continue
         change = stats.welch_difference(s.estimates, ref.estimates)
-        verdict = ("too few pairs" if change.ci95_low is None else "not significant"
-                   if change.ci95_low <= 0 <= change.ci95_high else "slower" if change.mean > 0 else "faster")
+        verdict = tables.change_verdict(change)
         ratio = s.clients[s.primary].ratio.mean / ref.clients[ref.primary].ratio.mean
         rows.append([name, ref_name, tables.us(s.diff.mean), tables.us(ref.diff.mean), tables.us(change.mean),
                      tables.ci_text(change), f"{ratio:.3f}", verdict])

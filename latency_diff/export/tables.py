@@ -180,10 +180,14 @@ def _negated(x: Summary) -> Summary:
     return Summary(-x.mean, -x.median, x.stdev, low, high, x.n)
 
 
-def _significance(x: Summary) -> str:
+def change_verdict(x: Summary, subject: str = "") -> str:
+    """What a change's 95% interval says: too few pairs, not significant (it holds 0), or slower or faster, each
+    after `subject` ("B " in a head-to-head table)."""
     if x.ci95_low is None:
         return "too few pairs"
-    return "not significant" if x.ci95_low <= 0 <= x.ci95_high else ("B slower" if x.mean > 0 else "B faster")
+    if x.ci95_low <= 0 <= x.ci95_high:
+        return "not significant"
+    return subject + ("slower" if x.mean > 0 else "faster")
 
 
 def head_to_head_table(r: RunResult) -> Table | None:
@@ -195,7 +199,7 @@ def head_to_head_table(r: RunResult) -> Table | None:
     if b is None or not b.valid:
         return None
     rows = [[f"B - A ({b.name} - {a.name})", us(b.diff.mean), ci_text(b.diff), f"{b.clients[b.primary].ratio.mean:.3f}",
-             str(b.diff.n), _significance(b.diff)]]
+             str(b.diff.n), change_verdict(b.diff, "B ")]]
     if dummy is not None and dummy.valid:
         rows.append([f"A - dummy ({a.name})", us(-dummy.diff.mean), ci_text(_negated(dummy.diff)),
                      f"{1 / dummy.clients[dummy.primary].ratio.mean:.3f}", str(dummy.diff.n), "-"])
@@ -215,8 +219,7 @@ def variant_table(r: RunResult) -> Table | None:
         if base is None or len(s.estimates) < 2 or len(base.estimates) < 2:
             continue
         change = stats.welch_difference(s.estimates, base.estimates)
-        verdict = "not significant" if change.ci95_low <= 0 <= change.ci95_high else (
-            "slower" if change.mean > 0 else "faster")
+        verdict = change_verdict(change)
         rows.append([s.name, base.name, us(s.diff.mean), us(base.diff.mean), us(change.mean), ci_text(change),
                      f"{change.mean / base.diff.mean:+.0%}" if abs(base.diff.mean) > 1 else "-", verdict])
     if not rows:
