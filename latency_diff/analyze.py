@@ -9,85 +9,288 @@ strictly: a malformed file is an error naming the file and what is wrong, the ex
 non-zero and nothing is written (a last record cut short by a stopped run is left out, with a
 warning).
 
-compare: for each server valid in both runs, the change of its diff from RUN_A to RUN_B with a 95%
-interval (over both runs' process pairs, each already paired with its own baseline), and "not
-significant" where the interval includes zero: a regression check between versions, JDKs or
-machines; --html FILE also writes the comparison as a page. Both runs must be of the current format
+compare: for each server valid in both runs, the change of its ratio (server over dummy round trip,
+each process pair over its own baseline) from RUN_A to RUN_B with a 95% Welch interval over both runs'
+process pairs, and "not significant" where the interval includes zero: a regression check between
+versions, JDKs or machines. Each run scales its diffs to its own reference baseline round trip, and
+that reference moves between runs of one host, so the microsecond columns put both runs at RUN_A's
+reference: diff = (ratio - 1) x ref A, change = (ratio B - ratio A) x ref A; both references are
+printed. A server is compared by its headline client, or by a client both runs measured it with
+when the runs' headline clients differ (client column). Notes name every setting and fact of the
+machine that differs (JDK, JVM flags, run length, pinning, CPU, kernel, kit commit, ...), every
+server valid in one run only (with why), and every server that could not be compared (with why).
+--html FILE also writes the comparison as a page. Both runs must be of the current format
 (latency-diff/run/4; python3 -m latency_diff.migrate converts a run of /3); a run of the earlier
-single-server format is refused with a message saying so. Exit status 0; 1 on an unreadable run;
-3 when the run is incomplete.
+single-server format is refused with a message saying so (one error line, exit status 1). Exit
+status: 0; 1 on an unreadable run; RUN_DIR: 3 when the run is incomplete (compare says so in a note).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
 from . import evaluate, export, stats
 from .export import html, tables, terminal
-from .model import RunResult
+from .model import ClientResult, RunResult, ServerResult
+from .stats import Summary
+
+#: Settings that do not change what is measured (where files go, which port, where a value came from): compare
+#: names every other one that differs, a setting added later included.
+UNMEASURED_SETTINGS = frozenset({"servers", "results_dir", "port", "start_timeout_s", "sources", "allow_concurrent"})
+#: What a differing setting may do to the figures, where that is not plain.
+SETTING_EFFECTS = {
+    "pinning": "the diffs measure different things (shared: the server's CPU work; split: its critical-path latency)",
+    "jvm_flags": "every server and the dummy ran with other flags: a change may be the flags'",
+    "http": "the servers may have been measured over other request bytes",
+    "clients": "a server may be compared by another client (client column)",
+    "run_length": "the interleaving differs (requests in a row to one process)",
+    "settle": "the JVMs may have been measured at another stage of the JIT's work",
+    "warmup": "the JVMs may have been measured at another stage of the JIT's work",
+    "compare": "a head-to-head run measures against another baseline",
+}
+
+
+def _jdk(env: dict) -> str | None:
+    jdk = env.get("jdk") or {}
+    version = jdk.get("java.runtime.version") or jdk.get("java.version")
+    if not version:
+        return None
+    return f"{jdk.get('java.vm.name', '?')} {version} ({jdk.get('java.vendor', '?')})"
+
+
+def _kit(env: dict) -> str | None:
+    return (env.get("kit") or {}).get("commit")
+
+
+#: The machine and tools a run records (envinfo.collect), each a fact that can move the figures: a label, and its
+#: key in env or a function of env.
+ENV_FACTS = (("JDK", _jdk), ("CPU model", "cpu_model"), ("CPUs online", "cpus_online"), ("kernel", "kernel"),
+             ("OS", "os"), ("virtualization", "virtualization"), ("container", "container"),
+             ("CPU frequency governors", "cpu_governors"), ("ab", "ab"), ("kit commit", _kit))
+ENV_EFFECTS = {"JDK": "a change may be the JDK's", "CPU model": "a change may be the machine's",
+               "kit commit": "a change may be the kit's (its clients, the dummy, the method)"}
+
+
+def _value(key: str, v) -> str:
+    if v is None:
+        return "not set"
+    if key == "jvm_flags" or key.endswith("jvm_flags"):
+        return f"`{' '.join(map(str, v))}`" if v else "none"
+    if isinstance(v, list | tuple):
+        return ", ".join(map(str, v)) if v else "none"
+    return str(v)
+
+
+def _design(cfg: dict) -> str:
+    return "the interleaved lean client" if "segment" in cfg else "ABBA blocks (the earlier layout)"
+
+
+def run_differences(a: RunResult, b: RunResult) -> list[str]:
+    """Everything about how and where the two runs were made that differs: one note each."""
+    out = []
+    for label, r in (("A", a), ("B", b)):
+        if r.status != "complete":
+            out.append(f"{label} is {r.status}" + (f" ({r.reason})" if r.reason else "")
+                       + ": its servers' pairs may be fewer than planned")
+        if r.caveat:
+            out.append(f"{label}: {r.caveat}")
+        if (r.env.get("kit") or {}).get("dirty"):
+            out.append(f"{label}'s kit had uncommitted changes: its commit does not say which code measured it")
+    if _design(a.settings) != _design(b.settings):
+        out.append(f"the design differs: A measured with {_design(a.settings)}, B with {_design(b.settings)}")
+    if a.primary != b.primary:
+        out.append(f"the runs' headline clients differ ({a.primary} in A, {b.primary} in B): each server is compared "
+                   "by a client both runs measured it with (client column)")
+    for key in sorted((set(a.settings) | set(b.settings)) - UNMEASURED_SETTINGS):
+        va, vb = a.settings.get(key), b.settings.get(key)
+        if va != vb:
+            effect = SETTING_EFFECTS.get(key)
+            out.append(f"setting {key} differs: {_value(key, va)} in A, {_value(key, vb)} in B"
+                       + (f": {effect}" if effect else ""))
+    for label, fact in ENV_FACTS:
+        va, vb = (fact(r.env) if callable(fact) else r.env.get(fact) for r in (a, b))
+        if va != vb:
+            effect = ENV_EFFECTS.get(label)
+            out.append(f"{label} differs: {_value(label, va)} in A, {_value(label, vb)} in B"
+                       + (f": {effect}" if effect else ""))
+    return out
+
+
+def _client(sa: ServerResult, sb: ServerResult) -> str | None:
+    """The client a server is compared by: its headline client in both runs, else one both runs measured it with
+    (A's headline client first), else None."""
+    both = [c for c in (sa.primary, sb.primary, *sa.clients) if c in sa.clients and c in sb.clients]
+    return both[0] if both else None
+
+
+def _ratios(c: ClientResult) -> list[float]:
+    """A server's per-pair ratios (server over dummy round trip), free of any reference."""
+    return list(c.ratios) or [1 + e / c.ref for e in c.estimates]
+
+
+def _plus(x: float, digits: int) -> str:
+    """x with its sign, and no "-0.00" for a change that rounds to nothing."""
+    return f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
+def _fixed(x: float, digits: int) -> str:
+    return f"{round(x, digits) + 0.0:.{digits}f}"
+
+
+def _interval(x: Summary, digits: int, k: float = 1.0) -> str:
+    if x.ci95_low is None:
+        return "-"
+    return f"[{_fixed(x.ci95_low * k, digits)}, {_fixed(x.ci95_high * k, digits)}]"
+
+
+def _library(s: ServerResult) -> str:
+    return " ".join(x for x in (s.library or "no library", s.library_version) if x)
+
+
+def _variant(s: ServerResult) -> str:
+    return ", ".join(f"{k} {_value(k, v)}" for k, v in sorted((s.variant or {}).items())) or "none"
+
+
+def _baseline_name(r: RunResult) -> str | None:
+    return r.baseline.name if r.baseline else None
+
+
+def _server_notes(a: RunResult, b: RunResult) -> list[str]:
+    """Every server that is not compared, and why: valid in one run only (in both directions), a baseline in one run
+    and a row in the other, valid in neither."""
+    out = []
+    for x, y, lx, ly in ((a, b, "A", "B"), (b, a, "B", "A")):
+        missing = []
+        for s in x.servers:
+            if not s.valid or s.baseline:
+                continue
+            t = y.server(s.name)
+            if t is None:
+                missing.append(s.name)
+            elif t.baseline:
+                out.append(f"{s.name}: a row of {lx}, the baseline of {ly} (every row of {ly} is measured against it): "
+                           "not compared")
+            elif not t.valid:
+                out.append(f"{s.name}: valid in {lx} only; invalid in {ly}: {t.reason or 'no reason recorded'}")
+        if missing:
+            out.append(f"valid in {lx} only, not in {ly}: {', '.join(missing)}")
+    for s in a.servers + [t for t in b.servers if a.server(t.name) is None]:
+        sa, sb = a.server(s.name), b.server(s.name)
+        rows = [t for t in (sa, sb) if t is not None and not t.baseline]
+        if any(t.valid for t in rows) or not rows:
+            continue  # compared or listed above; or a baseline, which the notes on the runs name
+        out.append(f"{s.name}: valid in neither run ({_why(sa, 'A')}; {_why(sb, 'B')})")
+    return out
+
+
+def _why(s: ServerResult | None, label: str) -> str:
+    if s is None:
+        return f"not in {label}"
+    if s.baseline:
+        return f"the baseline of {label}"
+    return f"invalid in {label}: {s.reason or 'no reason recorded'}"
 
 
 def compare(a: RunResult, b: RunResult) -> tuple[tables.Table, list[str]]:
-    """The change of each server's diff from run a to run b; notes on what could not be compared."""
-    notes = []
-    if a.primary != b.primary:
-        notes.append(f"the runs' diffs come from different clients ({a.primary} and {b.primary})")
-    for key in ("pinning", "profile", "block_requests", "http"):
-        if a.settings.get(key) != b.settings.get(key):
-            notes.append(f"{key} differs: {a.settings.get(key)} in {a.run_id}, {b.settings.get(key)} in {b.run_id}")
-    if a.env.get("cpu_model") != b.env.get("cpu_model"):
-        notes.append(f"the runs come from different CPUs ({a.env.get('cpu_model')}; {b.env.get('cpu_model')}): a "
-                     "change may be the machine's")
-    by_name = {s.name: s for s in b.servers}
-    rows = []
-    for sa in a.ranked:
-        sb = by_name.get(sa.name)
-        if sa.baseline:
+    """The change of each server's ratio (server over dummy round trip) from run a to run b, and in microseconds at
+    a's reference baseline round trip; notes: the references, what differs between the runs, and every server that
+    could not be compared, with why. Never raises on a server: what cannot be compared is a note."""
+    notes = run_differences(a, b)
+    rows, used = [], []
+    base_a, base_b = _baseline_name(a), _baseline_name(b)
+    if base_a != base_b:
+        notes.append(f"the runs measure against different baselines ({base_a} in A, {base_b} in B): a ratio is over "
+                     "another process's round trip in each, so no server is compared")
+    for sa in a.ranked if base_a == base_b else []:
+        sb = b.server(sa.name)
+        if sa.baseline or sb is None or sb.baseline or not sb.valid:
+            continue  # the baseline itself, or listed by _server_notes
+        if sa.jvm_flags != sb.jvm_flags:
+            notes.append(f"{sa.name}: its own JVM flags differ: {_value('jvm_flags', sa.jvm_flags)} in A, "
+                         f"{_value('jvm_flags', sb.jvm_flags)} in B")
+        if _library(sa) != _library(sb):
+            notes.append(f"{sa.name}: {_library(sa)} in A, {_library(sb)} in B")
+        if sa.variant != sb.variant:
+            notes.append(f"{sa.name}: its variant differs: {_variant(sa)} in A, {_variant(sb)} in B")
+        if sa.http != sb.http:
+            notes.append(f"{sa.name}: HTTP/{sa.http} in A, HTTP/{sb.http} in B")
+        client = _client(sa, sb)
+        if client is None:
+            notes.append(f"{sa.name}: not compared: measured by {', '.join(sa.clients)} in A and by "
+                         f"{', '.join(sb.clients)} in B, no client in common")
             continue
-        if sb is None or not sb.valid:
-            notes.append(f"{sa.name}: " + ("not in " if sb is None else "invalid in ") + b.run_id)
+        ca, cb = sa.clients[client], sb.clients[client]
+        ra, rb = _ratios(ca), _ratios(cb)
+        if not ra or not rb:
+            notes.append(f"{sa.name}: not compared: no pair's ratio in {'A' if not ra else 'B'} ({client} client)")
             continue
-        # Each run's pair estimates are already server minus baseline, and pairs are independent.
-        change = stats.welch_difference(sb.estimates, sa.estimates)
-        verdict = tables.change_verdict(change)
-        rel = f"{change.mean / sa.diff.mean:+.0%}" if sa.diff and abs(sa.diff.mean) > 1e-9 else "-"
-        rows.append([sa.name, f"{sa.diff.mean / 1000:.2f}", f"{sb.diff.mean / 1000:.2f}",
-                     f"{change.mean / 1000:+.2f}", tables.ci_text(change), rel, verdict])
-    only_b = sorted(s.name for s in b.servers if s.name not in {x.name for x in a.servers})
-    if only_b:
-        notes.append(f"only in {b.run_id}: {', '.join(only_b)}")
-    cols = ("server", "diff A [us]", "diff B [us]", "change [us]", "change 95% CI [us]", "change", "verdict")
-    return (cols, rows, {1, 2, 3, 4, 5}), notes
+        if client != sa.primary or client != sb.primary:
+            notes.append(f"{sa.name}: compared by the {client} client, the one both runs measured it with (its "
+                         f"headline client: {sa.primary} in A, {sb.primary} in B)")
+        if len(ra) < 2 or len(rb) < 2:
+            notes.append(f"{sa.name}: {len(ra)} process pair(s) in A and {len(rb)} in B: no interval for the change, "
+                         "not tested (an interval needs 2 or more pairs in each run; the default profile gives 3)")
+        if client not in used:
+            used.append(client)
+        ref = ca.ref
+        change = stats.welch_difference(rb, ra)  # ratio B - ratio A, Welch over both runs' pairs
+        mean_a, mean_b = statistics.fmean(ra), statistics.fmean(rb)
+        diff_a, diff_b = (mean_a - 1) * ref, (mean_b - 1) * ref
+        holds_one = ca.ratio.ci95_low is not None and ca.ratio.ci95_low <= 1 <= ca.ratio.ci95_high
+        rel = "-" if holds_one or abs(diff_a) < 1 else _plus(100 * change.mean * ref / abs(diff_a), 0) + "%"
+        rows.append([sa.name, client, _fixed(mean_a, 4), _fixed(mean_b, 4), _plus(change.mean, 4),
+                     _interval(change, 4), _fixed(diff_a / 1000, 2), _fixed(diff_b / 1000, 2),
+                     _plus(change.mean * ref / 1000, 2), _interval(change, 2, ref / 1000), rel,
+                     tables.change_verdict(change)])
+    refs = []
+    for client in used or [a.primary]:
+        ra_ns, rb_ns = a.ref.get(client), b.ref.get(client)
+        refs.append(f"reference baseline round trip ({client} client): {tables.us(ra_ns)} us in A, {tables.us(rb_ns)} "
+                    f"us in B; every [us] column is at A's ({tables.us(ra_ns)} us), B's diffs rescaled to it")
+    cols = ("server", "client", "ratio A", "ratio B", "ratio change", "ratio change 95% CI", "diff A [us]",
+            "diff B [us]", "change [us]", "change 95% CI [us]", "relative change", "verdict")
+    return (cols, rows, set(range(2, 11))), refs + notes + _server_notes(a, b)
 
 
 def agreement(a: RunResult, b: RunResult) -> list[str]:
-    """Reproducibility of b against a: whose diff intervals overlap, and whether the servers whose intervals are
-    apart in both runs rank the same in both (pairs apart in one run only are counted, not judged)."""
-    by_b = {s.name: s for s in b.ranked if not s.baseline and s.diff.ci95_low is not None}
-    both = [(s, by_b[s.name]) for s in a.ranked if s.name in by_b and s.diff.ci95_low is not None]
+    """Reproducibility of b against a, judged on the ratios (free of each run's reference round trip): whose ratio
+    intervals overlap, and whether the servers whose intervals are apart in both runs rank the same in both (pairs
+    apart in one run only are counted, not judged). Each server by the client compare uses; nothing when the runs
+    measure against different baselines (compare says so)."""
+    both = []
+    for sa in a.ranked if _baseline_name(a) == _baseline_name(b) else []:
+        sb = b.server(sa.name)
+        if sa.baseline or sb is None or sb.baseline or not sb.valid:
+            continue
+        client = _client(sa, sb)
+        if client is None:
+            continue
+        xa, xb = sa.clients[client].ratio, sb.clients[client].ratio
+        if xa.ci95_low is not None and xb.ci95_low is not None:
+            both.append((sa.name, xa, xb))
     if not both:
         return []
-    apart_iv = [sa.name for sa, sb in both
-                if sa.diff.ci95_high < sb.diff.ci95_low or sb.diff.ci95_high < sa.diff.ci95_low]
-    out = [f"intervals overlap for {len(both) - len(apart_iv)} of {len(both)} servers"
-           + (f" (not: {', '.join(apart_iv)})" if apart_iv else "")]
 
-    def order(x, y) -> int:  # -1: x below y, 1: above, 0: intervals overlap
-        if x.diff.ci95_high < y.diff.ci95_low:
+    def order(x: Summary, y: Summary) -> int:  # -1: x below y, 1: above, 0: intervals overlap
+        if x.ci95_high < y.ci95_low:
             return -1
-        return 1 if y.diff.ci95_high < x.diff.ci95_low else 0
+        return 1 if y.ci95_high < x.ci95_low else 0
 
+    apart_iv = [name for name, xa, xb in both if order(xa, xb)]
+    out = [f"ratio intervals overlap for {len(both) - len(apart_iv)} of {len(both)} servers"
+           + (f" (not: {', '.join(apart_iv)})" if apart_iv else "")]
     same, flipped, one_run = 0, [], 0
-    for i, (xa, xb) in enumerate(both):
-        for ya, yb in both[i + 1:]:
+    for i, (x, xa, xb) in enumerate(both):
+        for y, ya, yb in both[i + 1:]:
             oa, ob = order(xa, ya), order(xb, yb)
             if oa and ob:
                 if oa == ob:
                     same += 1
                 else:
-                    flipped.append(f"{xa.name}/{ya.name}")
+                    flipped.append(f"{x}/{y}")
             elif oa or ob:
                 one_run += 1
     out.append(f"ranking: {same} pairs of servers are apart in both runs and rank the same, {len(flipped)} rank the "
@@ -97,8 +300,9 @@ def agreement(a: RunResult, b: RunResult) -> list[str]:
 
 
 def main_compare(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="analyze.py compare", description="Change of each server's diff from "
-                                     "RUN_A to RUN_B, with its 95% interval; 'not significant' within noise.")
+    parser = argparse.ArgumentParser(prog="analyze.py compare", description="Change of each server's ratio (server "
+                                     "over dummy) from RUN_A to RUN_B with its 95% interval, and in microseconds at "
+                                     "RUN_A's reference round trip; 'not significant' within noise.")
     parser.add_argument("run_a", type=Path, help="the earlier or reference run directory")
     parser.add_argument("run_b", type=Path, help="the run to compare with it")
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as a page to FILE")
@@ -112,7 +316,7 @@ def main_compare(argv: list[str]) -> int:
     print(f"A: {tables.headline(a)}\nB: {tables.headline(b)}\n")
     print(tables.render_text(t) if t[1] else "(no server to compare)")
     print(f"\n{COMPARE_EXPLANATION}")
-    notes = agreement(a, b) + notes
+    notes += agreement(a, b)
     for n in notes:
         print(f"note: {n}")
     if args.html:
@@ -125,8 +329,13 @@ def main_compare(argv: list[str]) -> int:
     return 0
 
 
-COMPARE_EXPLANATION = ("change: diff B minus diff A, 95% Welch interval over both runs' process pairs (each already "
-                       "paired with its own baseline); not significant: the interval includes 0.")
+COMPARE_EXPLANATION = (
+    "ratio: server over dummy round trip, the mean over the run's process pairs (each pair over its own dummy, so it "
+    "does not depend on the run's reference); ratio change: ratio B minus ratio A with a 95% Welch interval over both "
+    "runs' process pairs; verdict: not significant when the interval includes 0, too few pairs when a run has one "
+    "pair of the server. [us] columns: at A's reference baseline round trip (first note), for both runs: diff = "
+    "(ratio - 1) x ref A, change = ratio change x ref A (B's own report, at B's reference, shows other diffs); "
+    "relative change: change over |diff A|, '-' when A's diff is not distinguishable from 0.")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import KIT_ROOT, lean, ports, rundir
+from . import KIT_ROOT, busy, lean, ports, rundir
 from .driver import Interrupted, Run
 from .process import java_executable
 from .servers import agent_jar, discover
@@ -99,10 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupted)
     started = _utc()
+    # Other processes' CPU time while the run measures (busy.py), from a thread kept off the measured CPUs.
+    sampler = busy.Sampler(avoid={c for c in (settings.client_cpu, settings.server_cpu) if c is not None})
     try:
         run.describe(java)
         run.status("running", started_utc=started, pid=os.getpid())
-        run.measure()
+        sampler.start()
+        try:
+            run.measure()
+        finally:  # before any status below writes run.json, however the measuring ended
+            summary = sampler.stop()
+            if summary is not None:
+                run.env["busy"] = summary
     except (KeyboardInterrupt, Interrupted) as e:
         reason = "interrupted by " + (str(e) if isinstance(e, Interrupted) else "SIGINT")
         stage = run.stopped_at or dict(run.waiting_for.stage if run.waiting_for else run.stage)

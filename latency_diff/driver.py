@@ -24,28 +24,27 @@ import statistics
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import conformance, envinfo, pair, rundir
 from .clients import Clients
+from .lanes import Lane
 from .model import NULL_PAIR
 from .ports import Ports, wait_free
 from .progress import Progress
 from .records import PairRecord
 from .schedule import Schedule, ServerState
 from .servers import Server
-from .settings import MAX_SEGMENTS, Settings
+from .settings import Settings
 
 MIN_FREE_BYTES = 1 << 20  # a pair's records are ~10-100 KB compressed, a server log a few KB
 #: Processes the preparing lane may have ready (or under way) beyond the one being measured.
 LOOKAHEAD = 2
-#: A pair measures at least long enough to fill this share of a process's preparation time (the recent median):
-#: the measured CPU would wait for the next process meanwhile anyway.
-FILL_SHARE = 0.8
-RECENT = 8
+#: Preparation times kept for the segments of the next pairs (schedule.Schedule.segments).
+RECENT_PREPARATIONS = 8
 
 
 class Interrupted(Exception):
@@ -70,40 +69,6 @@ class Item:
     state: ServerState | None = None
     #: The stage of its preparation (server, phase): what an interrupt reports while the measuring lane waits for it.
     stage: dict = field(default_factory=dict)
-
-
-class Lane:
-    """The preparing lane: runs preparations one after another on a worker thread, or, with no second CPU,
-    lazily on the caller's thread when their result is asked for."""
-
-    def __init__(self, ahead: bool):
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") if ahead else None
-
-    def submit(self, fn: Callable[[], pair.Prepared]) -> Future:
-        if self.pool is not None:
-            return self.pool.submit(fn)
-        return _Lazy(fn)
-
-    def shutdown(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-class _Lazy(Future):
-    """A future that runs its function on the first call of result()."""
-
-    def __init__(self, fn: Callable[[], pair.Prepared]):
-        super().__init__()
-        self._fn: Callable[[], pair.Prepared] | None = fn
-
-    def result(self, timeout: float | None = None) -> pair.Prepared:
-        fn, self._fn = self._fn, None
-        if fn is not None:
-            try:
-                self.set_result(fn())
-            except BaseException as e:
-                self.set_exception(e)
-        return super().result(timeout)
 
 
 class Run:
@@ -138,7 +103,7 @@ class Run:
         #: Stops finished processes (off the measured CPU) while the measuring lane goes on; writes their records.
         self.reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stop") if self.lane.pool else None
         #: Recent server processes' preparation times, for how long a pair can measure for free.
-        self.prepare_times: deque[float] = deque(maxlen=RECENT)
+        self.prepare_times: deque[float] = deque(maxlen=RECENT_PREPARATIONS)
         #: Measuring-lane time waiting for a round's dummy, billed to the round's first pair.
         self.carry_s = 0.0
 
@@ -146,7 +111,8 @@ class Run:
     def status(self, status: str, **extra) -> None:
         self.writer.run({"run_id": self.dir.name, "status": status, **extra, "settings": self.settings.to_dict(),
                          "requests": {k: v.decode("latin-1") for k, v in self.requests.items()},
-                         "env": self.env, "servers": self.servers_meta})
+                         "env": self.env, "servers": self.servers_meta,
+                         "stops": self.schedule.stops()})
 
     def describe(self, java: str) -> None:
         self.env = envinfo.collect(java)
@@ -268,27 +234,36 @@ class Run:
         seconds: dict[str, float] = {}
         skipped = False
         try:
-            ref = self.schedule.reference_ns()
             # Met its target, spent its budget or failed since it was scheduled: a process not yet prepared is not
             # started at all; one already prepared (on the other lane) is stopped unmeasured.
-            skipped = not st.wants_more(settings, ref)
+            skipped = not self.schedule.wants_more(st, settings)
             if skipped and future.cancel():
-                self.progress.say(f"{item.tag}: no longer needed ({st.status(settings, ref)}); not started")
+                self.progress.say(f"{item.tag}: no longer needed ({self.schedule.status(st, settings)}); not started")
                 return
             srv = self._wait(item, future)
             seconds["wait"] = time.monotonic() - t0 + carried
             if skipped:
-                self.progress.say(f"{item.tag}: no longer needed ({st.status(settings, ref)}); stopped unmeasured")
+                self.progress.say(f"{item.tag}: no longer needed ({self.schedule.status(st, settings)}); "
+                                  "stopped unmeasured")
                 return
             if base is None:
                 raise pair.PairFailed("baseline", base_failed or "no baseline dummy")
             self.ensure_space()
             rec.base, rec.process = base.record, srv.record
+            held = settings.hold - (time.monotonic() - srv.ready_at)
+            if held > 0:  # --hold: the method check of how long a prepared process sits idle
+                self.stage["phase"] = "hold"
+                time.sleep(held)
             t1 = time.monotonic()
             self.stage["phase"] = "hand-over"
             pair.hand_over(self.ctx, srv)
             seconds["hand_over"] = time.monotonic() - t1
-            plan = pair.Plan(segments=self._segments(st), ab_quads=settings.ab_quads)
+            # How long since each process's warm-up ended: the server's sat idle (a prepared process waits while the
+            # pairs before it measure); the round's dummy served the round's earlier pairs meanwhile.
+            now = time.monotonic()
+            seconds["since_warmup"], seconds["base_since_warmup"] = now - srv.ready_at, now - base.ready_at
+            plan = pair.Plan(segments=self.schedule.segments(st, self.prepare_times if self.lane.ahead else None),
+                             ab_quads=settings.ab_quads)
             self.prepare_times.append(srv.record.prepare_s or 0.0)
             units = pair.measure(self.ctx, base, srv, rec, plan, http, self.stage,
                                  lambda t: self.progress.say(t, transient=True))
@@ -341,39 +316,15 @@ class Run:
         else:
             stop()
 
-    def _segments(self, st: ServerState) -> int:
-        """Segments for a server's next pair: its Kalibera-Jones number, or more while the next process is still being
-        prepared anyway (the recent preparation times), within the bounds."""
-        if self.lane.pool is None or not st.measure_seconds or not self.prepare_times:
-            return st.segments
-        unit_s = sum(st.measure_seconds) / sum(len(u) for u in st.pair_units)
-        free_s = FILL_SHARE * statistics.median(self.prepare_times)
-        return max(st.segments, min(MAX_SEGMENTS, int(free_s / unit_s)))
-
     def _count(self, st: ServerState, rec: PairRecord, units: list) -> None:
         """Counts a measured pair in the server's schedule."""
         if not units:
             return
         ref = self.schedule.reference_ns() or statistics.fmean(u.base_ns for u in units)
         st.record(units, rec.seconds["total"], rec.seconds.get("measure", 0.0), ref)
-        self.progress.say(f"{st.server.name}-p{rec.pair}: {st.status(self.settings, self.schedule.reference_ns())}; "
+        self.progress.say(f"{st.server.name}-p{rec.pair}: {self.schedule.status(st, self.settings)}; "
                           f"{rec.seconds['total']:.0f} s ({rec.seconds.get('measure', 0):.0f} s measuring)")
-        self._estimate_left()
-
-    def _estimate_left(self) -> None:
-        """Time left: the pairs every server still needs at least, plus what the others may still spend of
-        their budget on precision (an upper bound: a server stops once its target is met)."""
-        times = [t for st in self.schedule.states for t in st.pair_seconds]
-        if not times:
-            return
-        mean, ref, left = statistics.fmean(times), self.schedule.reference_ns(), 0.0
-        for st in self.schedule.states:
-            if st.failed:
-                continue
-            owed = max(self.settings.min_pairs - st.pairs, 0)
-            more = st.wants_more(self.settings, ref)
-            left += owed * mean if owed else (max(self.settings.budget - st.spent, 0.0) if more else 0.0)
-        self.progress.left_s = left
+        self.progress.left_s = self.schedule.seconds_left(self.settings)
 
     def stop_all(self) -> None:
         self.ctx.stop_everything()

@@ -43,6 +43,9 @@ class Costs:
     gc_count: int | None = None
     gc_time_ms: int | None = None
     jvm_error: str | None = None
+    #: One /proc clock tick in ns: the resolution of utime and stime, which cpu_user_ns and cpu_system_ns divide
+    #: by the requests (0: not known).
+    tick_ns: float = 0.0
 
     @property
     def cpu_ns(self) -> float:
@@ -102,7 +105,14 @@ class ClientResult:
     #: Per pair: the scaled and the unscaled diff, and the units it had.
     estimates: list[float] = field(default_factory=list, metadata={"unit": "ns"})
     unscaled_estimates: list[float] = field(default_factory=list, metadata={"unit": "ns"})
+    #: Per pair: its ratio, server over dummy round trip (the median over its units); estimates = (ratio - 1) x ref.
+    #: Free of the reference, so two runs compare by these (analyze.py compare).
+    ratios: list[float] = field(default_factory=list)
     units: list[int] = field(default_factory=list)
+    #: The ratio's sd over pairs as measured, and which bound its interval took instead when larger (stopping.py):
+    #: "pairs" (its own), "within" (its units' noise) or "run" (the run's relative spread).
+    own_ratio_sd: float | None = None
+    sd_bound: str | None = None
     #: Pooled within-pair standard deviation of one unit's scaled diff, and the between-pair component.
     within_sd: float | None = unit("ns")
     between_sd: float | None = unit("ns")
@@ -163,6 +173,10 @@ class ServerResult:
     clients_agree: bool | None = None
     #: Whether the scaled and the unscaled diff's intervals overlap (None: fewer than 2 pairs).
     scaling_agrees: bool | None = None
+    #: Why the run gave it no more pairs (stopping.REASONS: met, budget, max pairs, failed) and after how many; None
+    #: for a run that did not record it (before the rule had one home) or a server it never stopped.
+    stop: str | None = None
+    stop_pairs: int | None = None
 
     @property
     def estimates(self) -> list[float]:
@@ -186,13 +200,31 @@ class ServerResult:
 
 @dataclass
 class Scaling:
-    """What the scaling by each pair's baseline did to the between-pair spread, over the run's servers."""
-    #: Servers with at least 3 valid pairs, compared.
+    """What the scaling by each pair's baseline did to the between-pair spread, over the run's servers, and whether
+    it was the right correction (evaluate.scaling)."""
+    #: Servers with at least 3 valid pairs, compared (0: none, and no variance figures).
     servers: int
     #: 1 - (sum of the scaled diffs' between-pair variances) / (sum of the unscaled ones).
-    removed: float
+    removed: float | None
     #: The median over servers of sd(scaled) / sd(unscaled).
-    median_sd_ratio: float
+    median_sd_ratio: float | None
+    #: The scaled diffs' elasticity to the pair's baseline round trip, pooled over the servers (each its mean
+    #: removed): 0 when a slower machine multiplies the server's and the dummy's round trips alike (as the scaling
+    #: assumes), -1 when it adds the same time to both; its two-sided permutation p-value; the pairs and servers used.
+    slope: float | None = None
+    slope_p: float | None = None
+    slope_pairs: int = 0
+    slope_servers: int = 0
+    #: The server whose diff that elasticity moves most against its target: by slope x its pairs' mean relative
+    #: baseline offset from the reference x its diff; and its target.
+    worst: str | None = None
+    worst_shift: float | None = unit("ns")
+    worst_target: float | None = unit("ns")
+    #: Its pairs' mean baseline round trip relative to the reference, minus 1.
+    worst_offset: float | None = None
+    #: The slope is significant (slope_p under evaluate.SCALING_ALPHA) and moves the worst server's diff by more
+    #: than its target.
+    fails: bool = False
 
 
 @dataclass
@@ -212,7 +244,12 @@ class RunResult:
     caveat: str | None = None
     #: Per client: the reference baseline round trip its diffs are scaled to.
     ref: dict[str, float] = field(default_factory=dict, metadata={"unit": "ns"})
+    #: Per client: the relative sd of the run's baseline round trips over its pairs, the reference's own
+    #: uncertainty in the microsecond intervals (stopping.py).
+    ref_spread: dict[str, float] = field(default_factory=dict)
     scaling: Scaling | None = None
+    #: run.json's "stops": per server, why the driver gave it no more pairs, and after how many.
+    stops: dict[str, dict] | None = field(default=None, metadata={"export": False})
 
     @property
     def ranked(self) -> list[ServerResult]:

@@ -50,6 +50,8 @@ class Prepared:
     agent_socket: Path | None
     check: conformance.Result
     record: ProcessRecord
+    #: When its warm-up ended (time.monotonic()): how long it then sat idle before it was measured is recorded.
+    ready_at: float = field(default_factory=time.monotonic)
 
     @property
     def port(self) -> int:

@@ -13,6 +13,13 @@ goes, blocks and logs are appended to .jsonl.gz files, a gzip member per line, e
 that a run stopped at any moment leaves every finished record readable; when the run ends they are
 sealed into one xz stream each (about 6 times smaller: the records repeat each other). While a
 process runs, its log is a file under .live/, packed into the logs when it stops.
+
+Every append is fsynced (a pair writes a handful of records), so what the run reported as done is on
+disk. Sealing is crash-safe: the .xz is written whole (through a temporary name, fsynced) before the
+.gz is removed, so a crash between the two leaves the appended records twice, as the last records of
+the .xz and in the .gz; reading notices exactly that case and reads them once (with a note), and
+sealing again just removes the .gz. Any other record that appears twice is not dropped here: the
+analysis makes its pair invalid (evaluate.read_pair).
 """
 
 from __future__ import annotations
@@ -66,13 +73,14 @@ def create(results_dir: Path) -> Path:
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Writes through a temporary name and renames: a reader never sees half a file."""
+    """Writes through a temporary name, fsyncs and renames: a reader never sees half a file, and after a crash the
+    file is either the old one or the new one."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        if isinstance(data, str):
-            tmp.write_text(data, encoding="utf-8")
-        else:
-            tmp.write_bytes(data)
+        with tmp.open("wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -103,11 +111,11 @@ class Writer:
         self._append(PAIRS, (json.dumps(record.to_json()) + "\n").encode("utf-8"), sync=True)
 
     def block(self, record: BlockRecord) -> None:
-        self._append(APPENDING[BLOCKS], gzip_member(json.dumps(record.to_json())))
+        self._append(APPENDING[BLOCKS], gzip_member(json.dumps(record.to_json())), sync=True)
 
     def log(self, kind: str, tag: str, text: str) -> None:
         """kind: "log" (a process's output) or "response" (its conformance-checked response, as latin-1 text)."""
-        self._append(APPENDING[LOGS], gzip_member(json.dumps({"kind": kind, "tag": tag, "text": text})))
+        self._append(APPENDING[LOGS], gzip_member(json.dumps({"kind": kind, "tag": tag, "text": text})), sync=True)
 
     def live_log(self, tag: str) -> Path:
         return self.live / f"{tag}.log"
@@ -132,7 +140,7 @@ class Writer:
             for sealed, appending in APPENDING.items():
                 seal(self.dir / appending, self.dir / sealed)
 
-    def _append(self, name: str, data: bytes, sync: bool = False) -> None:
+    def _append(self, name: str, data: bytes, *, sync: bool) -> None:
         with self._lock, (self.dir / name).open("ab") as f:
             f.write(data)
             f.flush()
@@ -142,14 +150,35 @@ class Writer:
 
 def seal(appending: Path, sealed: Path) -> None:
     """Recompresses an appended .gz file into one .xz stream (its records appended to any already sealed), then
-    removes it."""
+    removes it. If the .gz's records are already the last of the .xz (a crash after the .xz was written and before
+    the .gz was removed), it only removes the .gz. A file with a record cut short is left as it is, unsealed, so that
+    reading it still says so."""
     if not appending.is_file():
         return
     notes: list[str] = []
-    lines = [json.dumps(obj) + "\n" for _, obj in _json_lines(appending, notes)]
-    old = [json.dumps(obj) + "\n" for _, obj in _json_lines(sealed, notes)]
-    write_atomic(sealed, lzma.compress("".join(old + lines).encode("utf-8"), preset=6))
+    new = [obj for _, obj in _json_lines(appending, notes)]
+    old = [obj for _, obj in _json_lines(sealed, notes)]
+    if notes:
+        return
+    if new and not _already_sealed(old, new):
+        write_atomic(sealed, lzma.compress("".join(json.dumps(obj) + "\n" for obj in old + new).encode("utf-8"),
+                                           preset=6))
+        _sync_dir(sealed.parent)  # the new .xz is on disk before the .gz goes
     appending.unlink()
+
+
+def _already_sealed(old: list[dict], new: list[dict]) -> bool:
+    """Whether the appended records are exactly the last records of the sealed file (the state a crash while sealing
+    leaves)."""
+    return bool(new) and len(old) >= len(new) and old[len(old) - len(new):] == new
+
+
+def _sync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -203,8 +232,25 @@ def _lines_until_cut(f, path: Path, notes: list[str]) -> Iterator[str]:
         notes.append(f"{path.name}: its last record is cut short (the run stopped while writing it); left out")
 
 
+def _sealed_then_appended(run_dir: Path, sealed: str, notes: list[str]) -> Iterator[tuple[str, int, dict]]:
+    """(file name, line number, object) of a sealed file's records, then of those still appended to its .gz; when
+    the .gz's records are exactly the last records of the .xz (the run stopped while sealing), they are read once,
+    with a note."""
+    appending = APPENDING[sealed]
+    old = list(_json_lines(run_dir / sealed, notes))
+    new = list(_json_lines(run_dir / appending, notes))
+    if new and _already_sealed([obj for _, obj in old], [obj for _, obj in new]):
+        notes.append(f"{appending}: its {len(new)} record(s) are the last records of {sealed} already (the run "
+                     f"stopped while sealing them); read once")
+        new = []
+    for name, records in ((sealed, old), (appending, new)):
+        for i, obj in records:
+            yield name, i, obj
+
+
 def load(run_dir: Path) -> RunFiles:
-    """Reads run.json, pairs.jsonl and the blocks. Raises RunDirError naming the file and the field."""
+    """Reads run.json, pairs.jsonl and the blocks. Raises RunDirError naming the file and the field; a pair recorded
+    twice is an error too (the writer records a pair once: the file was edited, or joined with another run's)."""
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir}: no such run directory")
     path = run_dir / RUN
@@ -227,23 +273,33 @@ def load(run_dir: Path) -> RunFiles:
         if not isinstance(run.get(key), kind):
             raise RunDirError(f"{path}: missing field '{key}'")
     files = RunFiles(run_dir, run, [])
+    lines: dict[tuple[str, int], int] = {}
     for i, obj in _json_lines(run_dir / PAIRS, files.notes):
         try:
-            files.pairs.append(PairRecord.from_json(obj, f"{run_dir / PAIRS}: line {i}"))
+            rec = PairRecord.from_json(obj, f"{run_dir / PAIRS}: line {i}")
         except RecordError as e:
             raise RunDirError(str(e)) from e
-    for name in (BLOCKS, APPENDING[BLOCKS]):  # sealed, then what a run that did not end left appended
-        for i, obj in _json_lines(run_dir / name, files.notes):
-            try:
-                b = BlockRecord.from_json(obj, f"{run_dir / name}: line {i}")
-            except RecordError as e:
-                raise RunDirError(str(e)) from e
-            files.blocks.setdefault((b.server, b.pair), []).append(b)
+        first = lines.setdefault((rec.server, rec.pair), i)
+        if first != i:
+            raise RunDirError(f"{run_dir / PAIRS}: line {i}: {rec.server} pair {rec.pair} is on record already (line "
+                              f"{first}); the run records a pair once, so the file was edited or joined with another "
+                              "run's")
+        files.pairs.append(rec)
+    # sealed, then what a run that did not end left appended
+    for name, i, obj in _sealed_then_appended(run_dir, BLOCKS, files.notes):
+        try:
+            b = BlockRecord.from_json(obj, f"{run_dir / name}: line {i}")
+        except RecordError as e:
+            raise RunDirError(str(e)) from e
+        files.blocks.setdefault((b.server, b.pair), []).append(b)
+    for (server, pair), blocks in files.blocks.items():
+        if (server, pair) not in lines:
+            files.notes.append(f"{BLOCKS}: {len(blocks)} block(s) of {server} pair {pair}, which has no record in "
+                               f"{PAIRS} (the run stopped before writing it); not counted")
     return files
 
 
 def logs(run_dir: Path) -> Iterator[dict]:
     """The records of the run's logs: {"kind", "tag", "text"}."""
-    for name in (LOGS, APPENDING[LOGS]):
-        for _, obj in _json_lines(run_dir / name, []):
-            yield obj
+    for _, _, obj in _sealed_then_appended(run_dir, LOGS, []):
+        yield obj

@@ -1,22 +1,33 @@
 """The schedule: which servers the next round measures, how many segments their next pair gets, when to stop.
 
 Every server gets --min-pairs process pairs, one per round, in an order that rotates from round to
-round. After that, a server gets another pair in the next round while its diff's interval is wider
-than the precision target, it has had fewer than --max-pairs, and another pair (at the mean cost of
-its pairs so far) still fits in its --budget. Diffs are scaled to the run's reference baseline round
-trip so far (paired.py), as the analysis will scale them. The segments per pair follow the measured
-variances (paired.optimal_units): where the JVM-to-JVM spread dominates, a pair gets fewer segments,
-so that the time goes to more pairs.
+round. After each pair the stopping rule (stopping.py, its one home) looks at the server's interval:
+it stops when the interval is within the precision target, at --max-pairs, when another pair (at the
+mean cost of its pairs so far) no longer fits in its --budget, or when a pair failed; the reason is
+kept and recorded in run.json. Diffs are scaled to the run's reference baseline round trip so far, as
+the analysis will scale them. The segments per pair follow the measured variances
+(paired.optimal_units): where the JVM-to-JVM spread dominates, a pair gets fewer segments, so that the
+time goes to more pairs.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from . import paired, stats
+from . import paired, stopping
 from .servers import Server
 from .settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
+from .stats import CONFIDENCE, t_quantile
+
+#: A pair measures at least long enough to fill this share of a process's preparation time (the recent median):
+#: the measured CPU would wait for the next process meanwhile anyway.
+FILL_SHARE = 0.8
+#: The time-left estimate's prior for the pairs a server takes beyond --min-pairs: 1.0, as in the README's run of
+#: every server (149 pairs for 37 rows of at least 3), weighed as PRIOR_WEIGHT servers.
+PRIOR_EXTRA_PAIRS, PRIOR_WEIGHT = 1.0, 5
 
 
 @dataclass
@@ -33,29 +44,18 @@ class ServerState:
     failed: str | None = None
     #: Processes started for it so far (a process prepared ahead may go unmeasured).
     processes: int = 0
+    #: Why it gets no more pairs (stopping.REASONS), once decided.
+    stopped: str | None = None
 
     @property
     def pairs(self) -> int:
         return len(self.pair_units)
 
-    def estimates(self, ref_ns: float) -> list[float]:
-        return [paired.estimate(u).scaled_ns(ref_ns) for u in self.pair_units]
+    def ratios(self) -> list[float]:
+        return [paired.estimate(u).ratio for u in self.pair_units]
 
-    def interval(self, ref_ns: float | None) -> stats.Summary | None:
-        return stats.summarize(self.estimates(ref_ns)) if self.pair_units and ref_ns else None
-
-    def met(self, settings: Settings, ref_ns: float | None) -> bool:
-        iv = self.interval(ref_ns)
-        return iv is not None and paired.target_met(iv, settings.precision_floor * 1000, settings.precision / 100)
-
-    def wants_more(self, settings: Settings, ref_ns: float | None) -> bool:
-        if self.failed:
-            return False
-        if self.pairs < settings.min_pairs:
-            return True
-        if self.pairs >= settings.max_pairs or self.met(settings, ref_ns) or not self.pair_seconds:
-            return False
-        return self.spent + statistics.fmean(self.pair_seconds) <= settings.budget
+    def within_variance(self) -> float | None:
+        return stopping.within_variance([[u.ratio for u in units] for units in self.pair_units])
 
     def record(self, units: list[paired.Unit], pair_s: float, measure_s: float, ref_ns: float) -> None:
         """A measured pair: its units, its time, and the segments for the next one (Kalibera and Jones)."""
@@ -70,16 +70,6 @@ class ServerState:
         self.segments = paired.optimal_units(within, between, setup_s, unit_s, MIN_SEGMENTS, MAX_SEGMENTS,
                                              self.segments)
 
-    def status(self, settings: Settings, ref_ns: float | None) -> str:
-        iv = self.interval(ref_ns)
-        if self.failed:
-            return "failed"
-        if iv is None or iv.half_width is None:
-            return f"{self.pairs} pair(s), no interval yet"
-        goal = paired.target_ns(iv.mean, settings.precision_floor * 1000, settings.precision / 100)
-        return (f"{iv.mean / 1000:.2f} ± {iv.half_width / 1000:.2f} us after {iv.n} pairs (target ±{goal / 1000:.2f}: "
-                + ("met)" if iv.half_width <= goal else "not yet)"))
-
 
 @dataclass
 class Schedule:
@@ -90,10 +80,104 @@ class Schedule:
         bases = [paired.estimate(u).base_ns for st in self.states for u in st.pair_units]
         return paired.reference_ns(bases) if bases else None
 
+    def run_spread(self) -> float | None:
+        return stopping.run_spread([st.ratios() for st in self.states])
+
+    def interval(self, st: ServerState) -> stopping.Interval | None:
+        ref = self.reference_ns()
+        if not st.pair_units or ref is None:
+            return None
+        return stopping.interval(st.ratios(), ref, within_var=st.within_variance(), run_rel_sd=self.run_spread())
+
+    def met(self, st: ServerState, settings: Settings) -> bool:
+        iv, ref = self.interval(st), self.reference_ns()
+        return iv is not None and stopping.met(iv, ref, settings.precision_floor * 1000, settings.precision / 100)
+
+    def decide(self, st: ServerState, settings: Settings) -> str | None:
+        """Why the server gets no more pairs, or None while it should get another; a decision is kept."""
+        if st.stopped:
+            return st.stopped
+        st.stopped = stopping.decide(
+            pairs=st.pairs, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs,
+            target_met=self.met(st, settings), failed=st.failed is not None, spent_s=st.spent,
+            next_pair_s=statistics.fmean(st.pair_seconds) if st.pair_seconds else None, budget_s=settings.budget)
+        return st.stopped
+
+    def wants_more(self, st: ServerState, settings: Settings) -> bool:
+        return self.decide(st, settings) is None
+
+    def stops(self) -> dict[str, dict]:
+        """Per server, why it stopped and after how many pairs (None: it had not stopped)."""
+        return {st.server.name: {"reason": st.stopped, "pairs": st.pairs} for st in self.states}
+
+    def status(self, st: ServerState, settings: Settings) -> str:
+        iv, ref = self.interval(st), self.reference_ns()
+        if st.failed:
+            return "failed"
+        if iv is None or iv.ratio.half_width is None or ref is None:
+            return f"{st.pairs} pair(s), no interval yet"
+        goal = stopping.target_ns(iv.diff.mean, settings.precision_floor * 1000, settings.precision / 100)
+        half = iv.ratio.half_width * ref
+        return (f"{iv.diff.mean / 1000:.2f} ± {half / 1000:.2f} us after {iv.ratio.n} pairs "
+                f"(target ±{goal / 1000:.2f}: " + ("met)" if half <= goal else "not yet)"))
+
+    def segments(self, st: ServerState, prepare_times: Sequence[float] | None) -> int:
+        """Segments for a server's next pair: its Kalibera-Jones number, or more while the next process is still being
+        prepared anyway (FILL_SHARE of the recent preparation times; None: no preparing lane), within the bounds."""
+        if not prepare_times or not st.measure_seconds:
+            return st.segments
+        unit_s = sum(st.measure_seconds) / sum(len(u) for u in st.pair_units)
+        free_s = FILL_SHARE * statistics.median(prepare_times)
+        return max(st.segments, min(MAX_SEGMENTS, int(free_s / unit_s)))
+
+    def seconds_left(self, settings: Settings) -> float | None:
+        """The measured CPU's time still to come: each server's expected further pairs times its cost per pair.
+
+        A server's cost is the mean of its pairs so far, or, before its first, the median first pair of the servers
+        measured so far. Its further pairs: those up to --min-pairs, then as many as its interval needs (the
+        half-width narrows with the square root of the pairs), or, with no interval yet, the mean number of pairs
+        beyond --min-pairs that the servers stopped so far took (1 before any has stopped); never more than
+        --max-pairs or its budget affords."""
+        measured = [st for st in self.states if st.pair_seconds]
+        if not measured:
+            return None
+        typical = statistics.median(st.pair_seconds[0] for st in measured)
+        projected: dict[str, float | None] = {}
+        for st in self.states:
+            cost = statistics.fmean(st.pair_seconds) if st.pair_seconds else typical
+            affordable = max(settings.min_pairs, st.pairs + int(max(settings.budget - st.spent, 0.0) // cost))
+            needed = None if st.failed else st.pairs if st.stopped else self._pairs_needed(st, settings)
+            projected[st.server.name] = None if needed is None else \
+                min(max(needed, settings.min_pairs), affordable, settings.max_pairs)
+        # Servers with no interval yet: the further pairs of those that have reached --min-pairs, shrunk towards
+        # PRIOR_EXTRA_PAIRS while few have (the first to reach it would otherwise set it alone).
+        beyond = [n - settings.min_pairs for n in projected.values() if n is not None]
+        extra = (sum(beyond) + PRIOR_WEIGHT * PRIOR_EXTRA_PAIRS) / (len(beyond) + PRIOR_WEIGHT)
+        left = 0.0
+        for st in self.states:
+            if st.failed or st.stopped:
+                continue
+            cost = statistics.fmean(st.pair_seconds) if st.pair_seconds else typical
+            affordable = max(settings.min_pairs, st.pairs + int(max(settings.budget - st.spent, 0.0) // cost))
+            total = projected[st.server.name]
+            total = min(settings.min_pairs + extra, affordable, settings.max_pairs) if total is None else total
+            left += max(total - st.pairs, 0.0) * cost
+        return left
+
+    def _pairs_needed(self, st: ServerState, settings: Settings) -> float | None:
+        """The fewest pairs whose interval would meet the target if the sd stayed what it is now."""
+        iv, ref = self.interval(st), self.reference_ns()
+        if iv is None or ref is None or iv.sd is None or st.pairs < settings.min_pairs:
+            return None
+        goal = stopping.target_ns(iv.diff.mean, settings.precision_floor * 1000, settings.precision / 100)
+        for n in range(max(st.pairs, 2), settings.max_pairs + 1):
+            if t_quantile(0.5 + CONFIDENCE / 2, n - 1) * iv.sd * ref / math.sqrt(n) <= goal:
+                return n
+        return settings.max_pairs
+
     def next_round(self, settings: Settings, round_no: int) -> list[ServerState]:
         """The servers of round `round_no` (1-based), in an order rotated by one each round."""
-        ref = self.reference_ns()
-        wanted = [state for state in self.states if state.wants_more(settings, ref)]
+        wanted = [state for state in self.states if self.wants_more(state, settings)]
         if not wanted:
             return []
         k = (round_no - 1) % len(wanted)

@@ -83,6 +83,12 @@ class Settings:
     sources: dict[str, str]
     #: --compare A B: the names of A (the baseline) and B, else None.
     compare: list[str] | None = None
+    #: Seconds a prepared server process is held idle after its warm-up, at least, before it is measured (a
+    #: method check, `bench.sh sensitivity`; 0: measured as soon as its turn comes).
+    hold: float = 0.0
+    #: Servers of "all" the run leaves out, and why in one sentence (printed at the start, recorded, reported).
+    left_out: list[str] | None = None
+    left_out_reason: str | None = None
 
     @property
     def clients(self) -> tuple[str, ...]:
@@ -108,6 +114,8 @@ class Settings:
             "server_cpu": self.server_cpu, "prepare_cpu": self.prepare_cpu, "port": self.port,
             "jvm_flags": self.jvm_flags, "results_dir": str(self.results_dir), "start_timeout_s": self.start_timeout,
             "allow_concurrent": self.allow_concurrent, "sources": self.sources, "compare": self.compare,
+            "hold_s": self.hold,
+            **({"left_out": self.left_out, "left_out_reason": self.left_out_reason} if self.left_out else {}),
         }
 
 
@@ -164,6 +172,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--prepare-ahead", choices=("auto", "on", "off"), help="start and warm up the next pair's "
                    "processes on another CPU while the measured CPU measures (auto: under shared pinning when a "
                    "second CPU is usable) (default auto)")
+    p.add_argument("--hold", type=float, metavar="S", help="hold each prepared server process idle for at least S "
+                   "seconds after its warm-up before it is measured: a check of the method (bench.sh sensitivity), "
+                   "not for ranking (default 0)")
     p.add_argument("--client", choices=sorted(CLIENTS), help="which client measures: lean (the kit's interleaved C "
                    "client, the headline), ab (the study's, in ABBA quads of blocks) or both (default both)")
     p.add_argument("--http", choices=HTTP_MODES, help="auto: ab's HTTP/1.0 keep-alive request, or HTTP/1.1 for "
@@ -341,11 +352,13 @@ def resolve(args: argparse.Namespace) -> Settings:
     variants = setting(args, "variant", [], sources,
                        lambda v: v if isinstance(v, list) else [x.strip() for x in v.split("|") if x.strip()])
     compare = setting(args, "compare", None, sources, _pair_of_names)
+    names = None
     try:
         if compare:
             servers = head_to_head(discover(), *compare)
         else:
-            servers = select(discover(), setting(args, "servers", None, sources), variants)
+            names = setting(args, "servers", None, sources)
+            servers = select(discover(), names, variants)
     except ServerError as e:
         raise RunError(str(e)) from e
     s = Settings(
@@ -375,6 +388,7 @@ def resolve(args: argparse.Namespace) -> Settings:
         start_timeout=setting(args, "start_timeout", 60.0, sources, non_negative),
         allow_concurrent=setting(args, "allow_concurrent", False, sources, parse_bool),
         sources=sources, compare=[x.name for x in servers[:2]] if compare else None,
+        hold=setting(args, "hold", 0.0, sources, non_negative),
     )
     if s.max_pairs < s.min_pairs:
         raise RunError(f"--max-pairs {s.max_pairs} is below --min-pairs {s.min_pairs}")
@@ -390,10 +404,35 @@ def resolve(args: argparse.Namespace) -> Settings:
             raise RunError("--http 1.1 measures with the lean client only (ab speaks HTTP/1.0); drop --client ab/both")
     if s.client == "ab" and not s.ab_quads:
         raise RunError("--client ab with --ab-quads 0 measures nothing: give ab at least one quad")
+    if s.client == "ab":
+        # Every server, rather than servers named one by one: no --servers (or "all"), no --compare.
+        everything = not compare and all(n.strip() in ("", "all") for n in (names or "").split(","))
+        _ab_and_http11(s, everything=everything)
     s.client_cpu, s.server_cpu = pin(s.pinning, s.client_cpu, s.server_cpu)
     mode = setting(args, "prepare_ahead", "auto", sources, _choice(("auto", "on", "off"), "prepare-ahead mode"))
     s.prepare_cpu = prepare_cpu(mode, s.pinning, s.server_cpu)
     return s
+
+
+def _ab_and_http11(s: Settings, *, everything: bool) -> None:
+    """ab speaks HTTP/1.0 only, so with ab as the only client an HTTP/1.1 server (server.toml: http = "1.1") gets no
+    unit, and the run would add process pairs for it without end. Servers named on the command line: the run is
+    refused; servers the run took as "all": those are left out, and the run says so (left_out)."""
+    http11 = [x for x in s.servers if s.server_http(x) == "1.1"]
+    src = s.sources.get("client", "default")
+    why = ("--client ab" if src == "flag" else f"{src}=ab" if src != "default" else
+           f"the {s.profile} profile's client, ab,")
+    named = [x.name for x in http11 if not everything or x.variant is not None]  # a --variant is named too
+    if named:
+        listed = ", ".join(named)
+        raise RunError(f"{why} cannot measure HTTP/1.1 servers (it speaks HTTP/1.0), and {listed} "
+                       f"{'is one' if len(named) == 1 else 'are'} (server.toml: http = \"1.1\"): use --client both or "
+                       f"lean, or leave out {listed}")
+    if http11:
+        s.left_out = [x.name for x in http11]
+        s.servers = [x for x in s.servers if x.name not in s.left_out]
+        s.left_out_reason = (f"{', '.join(s.left_out)} left out: HTTP/1.1 servers, which {why} cannot measure (it "
+                             "speaks HTTP/1.0); measure them with --client both or lean")
 
 
 def print_settings(s: Settings, run_name: str, java: str, out) -> None:
@@ -421,5 +460,10 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
             ("start timeout", f"{s.start_timeout:.0f} s", "start_timeout"),
             ("concurrent", "allowed" if s.allow_concurrent else "refused", "allow_concurrent"),
             ("results", s.results_dir, "results_dir")]
+    if s.left_out_reason:
+        rows.insert(2, ("note", s.left_out_reason, "client"))
+    if s.hold:
+        rows.append(("hold", f"each server process idle for at least {s.hold:g} s after its warm-up (a method check)",
+                     "hold"))
     for label, value, key in rows:
         print(f"  {label:13} {value}{src(key)}", file=out)

@@ -4,7 +4,9 @@ robust outliers.
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 import statistics
 from dataclasses import asdict, dataclass
 
@@ -122,3 +124,69 @@ def outliers(values: list[float], min_abs: float = 0.0) -> list[int]:
             return (v - med) / (MEAN_AD_SCALE * mean_ad)
     return [i for i, v in enumerate(values)
             if abs(score(v)) > OUTLIER_Z and abs(v - med) > max(OUTLIER_MIN_REL * abs(med), min_abs)]
+
+
+@dataclass(frozen=True)
+class GroupSlope:
+    """A slope pooled within groups, with its permutation p-value (within_slope)."""
+    #: The slope of y on w x, each group's means removed (dimensionless when y and w share a unit).
+    slope: float
+    #: Two-sided: the share of within-group rearrangements of x whose |statistic| is at least the observed one.
+    p: float
+    points: int
+    groups: int
+    #: True when every rearrangement was counted, False when PERMUTATION_DRAWS random ones were.
+    exact: bool
+
+
+#: within_slope counts every rearrangement up to this many, else draws this many at random (seeded: repeatable).
+PERMUTATIONS_EXACT_MAX = 20_000
+PERMUTATION_DRAWS = 2_000
+
+
+def within_slope(groups: list[tuple[list[float], list[float], float]], seed: int = 0) -> GroupSlope | None:
+    """The slope of y on w x pooled over groups (xs, ys, w), each group's own mean of x and of y removed: the least
+    squares slope through the origin of y - mean_g(y) on w_g (x - mean_g(x)), so that groups whose y differ in level
+    (servers with different diffs) share one slope, and a group's weight w_g scales its x to y's unit.
+
+    Its p-value is a permutation test's (Fisher; Good, "Permutation, Parametric and Bootstrap Tests of Hypotheses",
+    2005, ch. 3): under the hypothesis that within a group x says nothing about y, every rearrangement of a group's x
+    among its points is as likely as the observed one. The statistic sum_g w_g sum_i (x_i - mean_g x) (y_i - mean_g y)
+    is the slope times a denominator that no rearrangement changes, so p is the share of rearrangements whose
+    |statistic| reaches the observed one: exact (every rearrangement, the observed one included) up to
+    PERMUTATIONS_EXACT_MAX, else 1 + hits over 1 + PERMUTATION_DRAWS random ones. It assumes nothing of the noise's
+    distribution or of its size from group to group. Groups with fewer than 2 points or one x are left out; None when
+    none is left."""
+    used = []
+    for xs, ys, weight in groups:
+        if len(xs) != len(ys):
+            raise ValueError("a group needs as many x as y")
+        if len(xs) < 2 or weight == 0:
+            continue
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        cx = [x - mx for x in xs]
+        if not any(cx):
+            continue
+        used.append((cx, [weight * (y - my) for y in ys], weight))
+    if not used:
+        return None
+    den = sum(w * w * sum(c * c for c in cx) for cx, _, w in used)
+
+    def statistic(arrangement: list[list[float]]) -> float:
+        return sum(sum(a * b for a, b in zip(cx, wy, strict=True)) for cx, (_, wy, _) in zip(arrangement, used,
+                                                                                             strict=True))
+
+    observed = statistic([cx for cx, _, _ in used])
+    level = abs(observed) * (1 - 1e-9)  # a rearrangement as extreme as the observed one, up to rounding
+    total = math.prod(math.factorial(len(cx)) for cx, _, _ in used)
+    if total <= PERMUTATIONS_EXACT_MAX:
+        hits = sum(1 for arrangement in itertools.product(*(itertools.permutations(cx) for cx, _, _ in used))
+                   if abs(statistic(list(arrangement))) >= level)
+        p, exact = hits / total, True
+    else:
+        rng = random.Random(seed)
+        hits = sum(1 for _ in range(PERMUTATION_DRAWS)
+                   if abs(statistic([rng.sample(cx, len(cx)) for cx, _, _ in used])) >= level)
+        p, exact = (hits + 1) / (PERMUTATION_DRAWS + 1), False
+    return GroupSlope(slope=observed / den, p=p, points=sum(len(cx) for cx, _, _ in used), groups=len(used),
+                      exact=exact)

@@ -25,6 +25,11 @@ def _us(ns: float) -> str:
     return f"{ns / 1000:.2f}"
 
 
+def p_text(p: float) -> str:
+    """A p-value as a report shows it: three decimals, or under 0.001."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
 # -- per server ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TooFewPairs(RunWarning):
@@ -86,18 +91,6 @@ class ClientsDisagree(RunWarning):
 
 
 @dataclass(frozen=True)
-class ScalingDisagrees(RunWarning):
-    scaled_ns: float
-    unscaled_ns: float
-
-    @property
-    def text(self) -> str:
-        return (f"the scaled and the unscaled diff disagree ({_us(self.scaled_ns)} against {_us(self.unscaled_ns)} "
-                "us, intervals apart): the machine's speed moved between this server's pairs, or its dummies "
-                "differed; the scaled diff is the one that allows for it, but rerun on a quieter machine to be sure")
-
-
-@dataclass(frozen=True)
 class CpuInTail(RunWarning):
     cpu_ns: float
     diff_ns: float
@@ -112,14 +105,28 @@ class CpuInTail(RunWarning):
 
 @dataclass(frozen=True)
 class CpuGap(RunWarning):
+    """Under shared pinning a round trip is the client's, the server's and the kernel's CPU work on one CPU, so the
+    server's extra round trip should be its extra CPU time. This one's differs in every pair (evaluate._cpu_check)."""
     cpu_ns: float
     diff_ns: float
+    #: Its pairs, and the mean allowance per pair (the /proc tick resolution plus the check's slack).
+    pairs: int = 0
+    allowed_ns: float = 0.0
 
     @property
     def text(self) -> str:
-        return (f"the CPU-time diff ({_us(self.cpu_ns)} us per request, /proc) is far from the latency diff "
-                f"({_us(self.diff_ns)} us): time went to something neither process was charged for (the VM, "
-                "interrupts) or the server works off the request path; rerun on a quieter machine")
+        head = (f"the CPU-time diff ({_us(self.cpu_ns)} us per request, /proc) is far from the latency diff "
+                f"({_us(self.diff_ns)} us) in each of its {self.pairs} pairs (by more than ±{_us(self.allowed_ns)} "
+                "us): ")
+        if self.cpu_ns < self.diff_ns:
+            why = ("the server waits during a request (a timer, a hand-off the CPU idles through), or leaves work "
+                   "that /proc charges to neither process (kernel work in interrupts, or in the client's name: more "
+                   "packets per response), or the VM took the time")
+        else:
+            why = ("the server spends CPU that neither its trimmed nor its plain mean round trip holds (threads "
+                   "working outside the requests, or before and after the measured phase)")
+        return head + why + ("; rerun on a quieter machine: a gap that stays is the server's, and its diff is then "
+                             "more (or less) than its CPU work per request")
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,7 @@ class FloorRatioUnstable(RunWarning):
     @property
     def text(self) -> str:
         return (f"the floor's round trip over the dummy's varies from pair to pair (ratio {self.mean:.3f}, relative "
-                f"sd {self.rel_sd:.1%}, more than {self.limit:.0%}): the dummies themselves ran at different speeds "
+                f"sd {self.rel_sd:.1%}, more than {self.limit:.1%}): the dummies themselves ran at different speeds "
                 "(JIT outcomes), and the scaling by the dummy carries that into every diff; rerun, or run with more "
                 "pairs so that it averages out")
 
@@ -199,14 +206,48 @@ class NotPinned(RunWarning):
 
 
 @dataclass(frozen=True)
-class BusyMachine(RunWarning):
-    load: float
-    cpus: int
+class ScalingNotProportional(RunWarning):
+    """The scaling divides each pair by its own baseline round trip: right when a slower machine multiplies the
+    server's and the dummy's round trips alike. If a slowdown instead adds the same time to both (a stall, a busy
+    neighbour on the measured CPU), a pair's ratio falls as its dummy's round trip rises, and a server measured while
+    the machine was slow gets a smaller scaled diff; if it slows the server more than the dummy (a neighbour that
+    evicts the server's larger working set), a larger one. Evaluation (evaluate.scaling) regresses each pair's
+    scaled diff on its baseline round trip, pooled over the run's servers with each one's mean removed, as an
+    elasticity (0: multiplies alike; -1: adds alike); this warning says that elasticity is significant (a permutation
+    test) and moves a server's diff, at its pairs' mean baseline, by more than the server's precision target."""
+    slope: float
+    p: float
+    server: str
+    shift_ns: float
+    target_ns: float
+    offset: float
 
     @property
     def text(self) -> str:
-        return (f"the machine was busy when the run started (1-minute load {self.load:.2f} on {self.cpus} CPUs): "
-                "rerun on a quiet machine")
+        return (f"the scaled diffs move with the pair's baseline round trip (elasticity {self.slope:+.2f}, "
+                f"{p_text(self.p)}; 0 when a slower machine multiplies the server's and the dummy's round trips "
+                "alike, as the scaling assumes, -1 when it adds the same time to both): "
+                f"{self.server}'s pairs ran with dummies {self.offset:+.1%} from the reference, which moves its "
+                f"diff by {_us(self.shift_ns)} us, more than its target ±{_us(self.target_ns)} us; the machine's "
+                "speed changed in a way that slowed the server and the dummy unlike each other (stalls, a "
+                "neighbour); compare its unscaled diff, and rerun on a quieter machine")
+
+
+@dataclass(frozen=True)
+class BusyMachine(RunWarning):
+    """Other processes than the run's own (the driver, its clients, its servers) took CPU time during the run
+    (latency_diff/busy.py samples it): on the measured CPU they delay requests, on the other one they take the
+    caches and memory bandwidth the measured processes share."""
+    share: float
+    worst_share: float
+    window_s: float
+    limit: float
+
+    @property
+    def text(self) -> str:
+        return (f"the machine was busy during the run: other processes took {self.share:.0%} of its CPU time, and "
+                f"{self.worst_share:.0%} in its busiest {self.window_s:.0f} s (more than {self.limit:.0%}); stop "
+                "them (a build, another benchmark, a backup) and rerun on a quiet machine")
 
 
 @dataclass(frozen=True)

@@ -70,13 +70,14 @@ def ab_block(rtt_ns: float) -> str:
 
 def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complete", clients=("lean",),
                     settings: dict | None = None, meta: dict[str, dict] | None = None, ab_rtt=None,
-                    seconds: dict | None = None, baseline: str = "dummy") -> Path:
+                    seconds: dict | None = None, baseline: str = "dummy", env: dict | None = None) -> Path:
     """pairs: server -> list of pairs; a pair is (base_ns, server_ns) (2 segments, every request that value), a
     dict {"segments": [(b, s), ...], "stall": ns, "stall_every_server_segment": bool, "non_2xx": n,
-    "cpu": (server ticks, base ticks), "jvm": {...}}, or "failed:<phase>:<reason>". ab_rtt: server -> per pair
+    "cpu": (server ticks, base ticks), "cpu_requests": n (the requests they are over; default 1,000, at 100 ticks a
+    second), "jvm": {...}}, or "failed:<phase>:<reason>". ab_rtt: server -> per pair
     (base, server) round trips of one ab quad. seconds: a pair's times (default total 20, measure 10). baseline: the
     server in every pair's base place (another for --compare A B; the dummy is then a reference row measured
-    against it)."""
+    against it). env: entries added to run.json's env."""
     run = tmp / "run"
     run.mkdir(parents=True)
     st = {"profile": "test", "warmup": 0, "settle": "queue", "run_length": 1, "segment": SEGMENT, "segments": 2,
@@ -91,7 +92,7 @@ def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complet
                 **((meta or {}).get(n, {}))} for n in names]
     w = rundir.Writer(run)
     w.run({"run_id": "test", "status": status, "seconds": 90.0, "settings": st, "requests": {},
-           "env": {"load_average_start": [0.0, 0.0, 0.0], "cpus_online": 2, "cpu_model": "Test CPU"},
+           "env": {"load_average_start": [0.0, 0.0, 0.0], "cpus_online": 2, "cpu_model": "Test CPU", **(env or {})},
            "servers": servers})
     for name, plist in pairs.items():
         for k, p in enumerate(plist, 1):
@@ -118,7 +119,8 @@ def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complet
                                         slot=slot, target=target))
             if "cpu" in spec:
                 for who, ticks in zip(("server", "base"), spec["cpu"], strict=True):
-                    rec.costs[who] = CostRecord(requests=1000, wall_s=1.0, clock_ticks_per_s=100,
+                    rec.costs[who] = CostRecord(requests=spec.get("cpu_requests", 1000), wall_s=1.0,
+                                                clock_ticks_per_s=100,
                                                 utime_ticks=ticks[0], stime_ticks=ticks[1],
                                                 jit_ticks=ticks[2] if len(ticks) > 2 else 0,
                                                 jvm=spec["jvm"] if who == "server" and "jvm" in spec else None)

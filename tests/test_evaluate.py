@@ -53,7 +53,10 @@ def test_a_machine_that_runs_slower_for_a_while_does_not_move_the_scaled_diff(tm
     c = u.clients["lean"]
     assert r.ref["lean"] == 20_000.0
     assert c.estimates == pytest.approx([7000.0, 7000.0, 7000.0])
-    assert u.diff.mean == pytest.approx(7000.0) and u.diff.half_width == pytest.approx(0.0, abs=1e-6)
+    assert u.diff.mean == pytest.approx(7000.0) and c.ratio.half_width == pytest.approx(0.0, abs=1e-9)
+    # The microsecond interval adds the reference's own spread: the dummies' sd 2,000 is 10% of 20,000, so
+    # 0.35 x 1.959964 x 0.10 x 20,000 = 1,371.97 ns, which more pairs cannot narrow (stopping.py).
+    assert r.ref_spread["lean"] == pytest.approx(0.1) and u.diff.half_width == pytest.approx(1371.97, abs=0.01)
     assert u.target_met is True
     assert c.unscaled_estimates == pytest.approx([7000.0, 7700.0, 6300.0])
     assert c.unscaled_diff.half_width == pytest.approx(T2 * 700 / 3 ** 0.5, abs=0.01)
@@ -117,14 +120,14 @@ def test_the_null_pair_must_contain_zero(tmp_path):
 
 
 def test_the_floor_over_the_dummy_must_hold_steady(tmp_path):
-    # Ratios 0.9, 0.9, 0.9: steady. Then 0.9, 0.95, 0.85: sd 0.05 over a mean of 0.9, 5.6% > 2%: flagged.
+    # Ratios 0.9, 0.9, 0.9: steady. Then 0.9, 0.95, 0.85: sd 0.05 over a mean of 0.9, 5.6% > 1%: flagged.
     steady = make_paired_run(tmp_path / "a", {"floor": [(20_000, 18_000)] * 3})
     r = evaluate.build(steady)
     assert "floor over dummy: ratio 0.900, relative sd 0.0% over 3 pairs: steady, as it must be" in tables.checks(r)
     moving = make_paired_run(tmp_path / "b", {"floor": [(20_000, 18_000), (20_000, 19_000), (20_000, 17_000)]})
     (w,) = [w for w in texts(evaluate.build(moving).warnings) if "floor" in w]
     assert w.startswith("the floor's round trip over the dummy's varies from pair to pair (ratio 0.900, relative sd "
-                        "5.6%, more than 2%)")
+                        "5.6%, more than 1.0%)")
 
 
 def test_cpu_cross_check_and_costs(tmp_path):
@@ -315,20 +318,24 @@ def _compare_rows(a_pairs, b_pairs, tmp_path):
 
 
 def test_compare_within_noise_is_not_significant(tmp_path):
-    # A: 7,000, 8,000, 6,000 (mean 7,000, sd 1,000); B: 7,200, 8,200, 6,200 (mean 7,200, sd 1,000).
-    # Change 200, se sqrt(2 * 1,000^2 / 3) = 816.5, df 4: half-width 2.776445 * 816.5 = 2,266.9 -> [-2.07, 2.47] us.
+    # Both references 20,000. Ratios A: 1.35, 1.40, 1.30 (mean 1.35, sd 0.05); B: 1.36, 1.41, 1.31.
+    # Change 0.01, se sqrt(2 * 0.05^2 / 3) = 0.040825, df 4: half-width 2.776445 * 0.040825 = 0.113347
+    # -> [-0.1033, 0.1233]; at 20,000 ns: +0.20 us [-2.07, 2.47]. (More tests in test_compare.py.)
     rows, notes = _compare_rows([(20_000, 27_000), (20_000, 28_000), (20_000, 26_000)],
                                 [(20_000, 27_200), (20_000, 28_200), (20_000, 26_200)], tmp_path)
-    assert notes == []
-    assert rows == [["undertow", "7.00", "7.20", "+0.20", "[-2.07, 2.47]", "+3%", "not significant"]]
+    assert notes == ["reference baseline round trip (lean client): 20.00 us in A, 20.00 us in B; every [us] column is "
+                     "at A's (20.00 us), B's diffs rescaled to it"]
+    assert rows == [["undertow", "lean", "1.3500", "1.3600", "+0.0100", "[-0.1033, 0.1233]", "7.00", "7.20", "+0.20",
+                     "[-2.07, 2.47]", "+3%", "not significant"]]
 
 
 def test_compare_names_a_real_change(tmp_path):
-    # A: 7,000 +- 100 (6,900, 7,000, 7,100); B: 9,000 +- 100. Change 2,000, se sqrt(2 * 100^2 / 3) = 81.65,
-    # half-width 2.776445 * 81.65 = 226.7 -> [1.77, 2.23] us: slower.
+    # Ratios A: 1.345, 1.35, 1.355; B: 1.445, 1.45, 1.455. Change 0.1, se sqrt(2 * 0.005^2 / 3) = 0.0040825,
+    # half-width 2.776445 * 0.0040825 = 0.011335 -> [0.0887, 0.1113]; at 20,000 ns: +2.00 us [1.77, 2.23]: slower.
     rows, _ = _compare_rows([(20_000, 26_900), (20_000, 27_000), (20_000, 27_100)],
                             [(20_000, 28_900), (20_000, 29_000), (20_000, 29_100)], tmp_path)
-    assert rows == [["undertow", "7.00", "9.00", "+2.00", "[1.77, 2.23]", "+29%", "slower"]]
+    assert rows == [["undertow", "lean", "1.3500", "1.4500", "+0.1000", "[0.0887, 0.1113]", "7.00", "9.00", "+2.00",
+                     "[1.77, 2.23]", "+29%", "slower"]]
 
 
 def test_head_to_head_measures_b_against_a_and_each_against_the_dummy(tmp_path):
@@ -397,10 +404,10 @@ def test_compare_says_whether_a_second_run_reproduces_the_first(tmp_path):
     a = run("a", (7000, 7500, 7500), (30_000, 30_500, 30_500), (5000, 5000, 5000))
     b = run("b", (7000, 7500, 7500), (40_000, 40_500, 40_500), (9000, 9000, 9000))
     assert analyze.agreement(a, b) == [
-        "intervals overlap for 1 of 3 servers (not: vertx, jetty)",
+        "ratio intervals overlap for 1 of 3 servers (not: vertx, jetty)",
         "ranking: 2 pairs of servers are apart in both runs and rank the same, 1 rank the other way round "
         "(vertx/undertow); 0 pairs are apart in one run only"]
-    assert analyze.agreement(a, a)[0] == "intervals overlap for 3 of 3 servers"
+    assert analyze.agreement(a, a)[0] == "ratio intervals overlap for 3 of 3 servers"
 
 
 @pytest.mark.parametrize("settings, cold", [  # 2 segments of 2,000: 4,000 measured requests per process

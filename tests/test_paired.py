@@ -125,34 +125,53 @@ def _units(base, server, n=2):
 
 def test_stopping_rule():
     s = _settings()
-    st = _state()
-    assert st.wants_more(s, None)  # no pair yet
+    sch = schedule.Schedule([_state()])
+    st = sch.states[0]
+    assert sch.wants_more(st, s)  # no pair yet
     for _ in range(3):
         st.record(_units(10_000, 20_050), 10.0, 6.0, 10_000)
-    # Three identical scaled diffs of 10,050 ns: half-width 0 <= 502.5: met, so no more pairs.
-    assert st.met(s, 10_000) and not st.wants_more(s, 10_000)
-    st = _state()
+    # Three identical ratios of 2.005 at a reference of 10,000: the interval has no width (one server: no run's
+    # bound; two units a pair: no within bound) and 10,050 ns is within 502.5: met, so no more pairs, and why.
+    assert sch.met(st, s) and not sch.wants_more(st, s) and sch.stops() == {"x": {"reason": "met", "pairs": 3}}
+    sch = schedule.Schedule([_state()])
+    st = sch.states[0]
     for est in (10_000, 14_000, 18_000):
         st.record(_units(10_000, 10_000 + est), 10.0, 6.0, 10_000)
     st.spent = 30.0
     # Mean 14,000, sd 4,000, half-width 4.303 * 4000 / sqrt(3) = 9,937 > 700: not met; 30 + 10 <= 60: more.
-    assert not st.met(s, 10_000) and st.wants_more(s, 10_000)
-    st.spent = 55.0  # 55 + 10 > 60: the budget is spent
-    assert not st.wants_more(s, 10_000)
-    st.spent = 0.0
+    assert not sch.met(st, s) and sch.wants_more(st, s)
+    st.spent = 55.0  # 55 + 10 > 60: the budget is spent, and the decision is kept
+    assert not sch.wants_more(st, s) and st.stopped == "budget"
+    st.spent, st.stopped = 0.0, None
     for est in (10_000, 14_000):
         st.record(_units(10_000, 10_000 + est), 10.0, 6.0, 10_000)
-    assert st.pairs == 5 and not st.wants_more(s, 10_000)  # --max-pairs 5
+    assert st.pairs == 5 and not sch.wants_more(st, s) and st.stopped == "max pairs"  # --max-pairs 5
+
+
+def test_the_run_spread_keeps_a_lucky_server_from_stopping():
+    # Servers a and b: ratios 2.0, 2.2, 2.4 (sd/mean 0.2/2.2 = 0.0909); c: 1.5, 1.5, 1.5 (0). The run's bound is
+    # the median, 0.0909: c's sd is taken as 0.0909 x 1.5 = 0.1364, half-width 4.303 x 0.1364 / sqrt(3) = 0.3388,
+    # 3,388 ns at the reference of 10,000, over the target of 500: not met, where its own pairs alone (width 0) met.
+    s = _settings()
+    sch = schedule.Schedule([_state(n) for n in "abc"])
+    for st, ratios in zip(sch.states, ([2.0, 2.2, 2.4], [2.0, 2.2, 2.4], [1.5, 1.5, 1.5]), strict=True):
+        for r in ratios:
+            st.record(_units(10_000, r * 10_000), 10.0, 6.0, 10_000)
+    c = sch.states[2]
+    assert sch.interval(c).bound == "run"
+    assert (sch.interval(c).ratio.half_width * 10_000) == pytest.approx(3388, abs=1)
+    assert not sch.met(c, s) and sch.wants_more(c, s)
 
 
 def test_the_stopping_rule_scales_by_the_pairs_baselines():
-    # Ratios 2.0 on a dummy of 10,000 and of 12,000: 10,000 and 12,000 unscaled, but 10,000 each at a reference
-    # of 10,000: the scaled interval has no width, so the target is met after 3 pairs.
+    # Ratios 2.0 on a dummy of 10,000 and of 12,000: 10,000 and 12,000 unscaled, but 10,000 each at the schedule's
+    # reference (median baseline 10,000): the interval has no width, so the target is met after 3 pairs.
     s = _settings()
-    st = _state()
+    sch = schedule.Schedule([_state()])
+    st = sch.states[0]
     for base in (10_000, 12_000, 10_000):
         st.record(_units(base, 2 * base), 10.0, 6.0, 10_000)
-    assert st.estimates(10_000) == [10_000.0, 10_000.0, 10_000.0] and st.met(s, 10_000)
+    assert sch.interval(st).diff.mean == pytest.approx(10_000.0) and sch.met(st, s)
 
 
 def test_rounds_rotate_the_order():

@@ -37,6 +37,7 @@ def test_records_read_back_as_written(tmp_path):
 def test_while_a_run_goes_each_record_is_a_whole_gzip_member(tmp_path):
     d, w = _writer(tmp_path)
     for k in range(3):
+        w.pair(PairRecord(server="x", pair=k, status="measured"))  # (blocks without a record would be noted)
         w.block(BlockRecord("x", k, "lean-pair", {"k": k}))
     data = (d / "blocks.jsonl.gz").read_bytes()
     assert data.count(b"\x1f\x8b\x08") == 3  # three members, each readable alone

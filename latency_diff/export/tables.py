@@ -73,19 +73,21 @@ def main_table(r: RunResult, *, compact: bool = False) -> Table:
     """The headline: each server's scaled diff with its interval, its ratio, the pairs it took and whether the target
     was met; compact leaves out threading, target, the ab interval and allocation (the README's copy)."""
     cols = ["server", "version", "threading", "HTTP", "diff [us]", "diff 95% CI [us]", "ratio", "target [us]",
-            "pairs", "met", "measuring", "unscaled [us]", "ab diff [us]", "ab 95% CI [us]", "CPU diff [us]",
-            "alloc/req [B]"]
+            "pairs", "met", "stopped", "measuring", "unscaled [us]", "ab diff [us]", "ab 95% CI [us]",
+            "CPU diff [us]", "alloc/req [B]"]
     out = []
     for s in r.ranked:
         ab = s.clients.get("ab") if s.primary != "ab" else None
         c = s.clients[s.primary]
         if s.baseline:
             row = [_name(s), _version(s), s.threading, s.http, "0.00", "baseline", "1.000", "-", str(s.diff.n), "-",
-                   "-", "-", "-", "-", "-", _num(s.alloc)]
+                   "-", "-", "-", "-", "-", "-", _num(s.alloc)]
         else:
-            diff = us(s.diff.mean) + (f" {NOT_SIGNIFICANT}" if s.differs_from_previous is False else "")
+            diff = us(s.diff.mean) + (f" ({s.primary})" if s.primary != r.primary else "") + \
+                (f" {NOT_SIGNIFICANT}" if s.differs_from_previous is False else "")
             row = [_name(s), _version(s), s.threading, s.http, diff, ci_text(s.diff), f"{c.ratio.mean:.3f}",
-                   f"±{us(s.target)}", str(s.diff.n), _met(s), _share(s.measure_share), _mean(c.unscaled_diff),
+                   f"±{us(s.target)}", str(s.diff.n), _met(s), s.stop or "-", _share(s.measure_share),
+                   _mean(c.unscaled_diff),
                    _mean(ab.diff if ab else None), ci_text(ab.diff if ab else None), _mean(s.cpu_diff),
                    _num(s.alloc)]
         out.append(row)
@@ -132,12 +134,14 @@ def precision_table(r: RunResult) -> Table:
         if s.baseline:
             continue
         c = s.clients[s.primary]
+        ratio_half = None if c.ratio.half_width is None else c.ratio.half_width * c.ref
         rows.append([s.name, str(s.diff.n), "/".join(str(q) for q in c.units), us(c.between_sd), us(c.within_sd),
-                     us(_sd(c.unscaled_estimates)), us(_sd(c.estimates)), us(s.diff.half_width), us(s.target),
-                     _met(s), f"{s.seconds:.0f}", _share(s.measure_share)])
+                     us(_sd(c.unscaled_estimates)), us(_sd(c.estimates)), c.sd_bound or "-", us(ratio_half),
+                     us(s.diff.half_width), us(s.target), _met(s), s.stop or "-", f"{s.seconds:.0f}",
+                     _share(s.measure_share)])
     cols = ("server", "pairs", "units per pair", "between-process sd [us]", "within-pair sd of a unit [us]",
-            "sd of pairs, unscaled [us]", "sd of pairs, scaled [us]", "half-width [us]", "target [us]", "met",
-            "time [s]", "measuring")
+            "sd of pairs, unscaled [us]", "sd of pairs, scaled [us]", "sd from", "half-width, ratio [us]",
+            "half-width [us]", "target [us]", "met", "stopped", "time [s]", "measuring")
     return cols, rows, set(range(1, len(cols)))
 
 
@@ -320,23 +324,48 @@ def pinning_sentence(r: RunResult) -> str:
     return f"{short[0].upper()}{short[1:]}: {PINNING_MEANING[r.settings.get('pinning') or 'none']}."
 
 
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
 def legend(r: RunResult) -> str:
     ref = r.ref.get(r.primary)
-    return (f"diff: what the server adds to a round trip over the dummy ({r.primary} client), scaled: per pair of "
+    text = (f"diff: what the server adds to a round trip over the dummy ({r.primary} client), scaled: per pair of "
             "fresh processes (server and dummy side by side), the median over its units of server / dummy round trip "
             f"(each a trimmed mean, 1% cut at each end; ab: its mean), minus 1, times the run's reference baseline "
             f"round trip ({us(ref)} us: the median of its pairs' dummy round trips); then the mean over pairs with a "
-            f"Student-t 95% interval, so JVM-to-JVM variation of both is in it. {NOT_SIGNIFICANT}: not significantly "
-            "different from the row above, do not rank the two; ratio: server over dummy round trip; target: the "
-            "half-width the interval had to reach; met: whether it did; measuring: the share of the server's time on "
+            "Student-t 95% interval, so JVM-to-JVM variation of both is in it, its sd never below the units' noise "
+            "nor the run's typical relative spread between fresh JVMs, and widened by the reference's own spread "
+            f"({_pct(r.ref_spread.get(r.primary))} sd between pairs), which more pairs cannot narrow. "
+            f"{NOT_SIGNIFICANT}: not significantly "
+            "different from the row above, do not rank the two (not transitive: a row may be apart from the one two "
+            "above it); ratio: server over dummy round trip; target: the "
+            "half-width the ratio's interval had to reach (in us at the reference); met: whether it did; stopped: why "
+            "the run gave the server no more pairs (met, budget, max pairs, failed); measuring: the share of the "
+            "server's time on "
             "the measured CPU spent measuring; unscaled: the diff without the scaling; CPU diff: the server's CPU "
             "time per request minus the dummy's (/proc, both without their JIT compiler threads), a cross-check under "
             "shared pinning; alloc/req: bytes the server JVM allocated per request (the kit's java agent).")
+    return _other_client_note(r) + text
+
+
+def _other_client_note(r: RunResult) -> str:
+    """The legend's first sentence when a row's diff is another client's than the run's (a server the headline
+    client could not measure, e.g. an HTTP/1.1 server with ab); else nothing."""
+    other = {s.primary for s in r.ranked if not s.baseline and s.primary != r.primary}
+    if not other:
+        return ""
+    marks = " or ".join(f"({c})" for c in sorted(other))
+    why = " (an HTTP/1.1 server: ab speaks HTTP/1.0 only)" if r.primary == "ab" else ""
+    return (f"{marks} after a diff: the {r.primary} client measured none of that server's pairs{why}, so its diff "
+            f"(and its ratio and unscaled diff) is the named client's, scaled to that client's reference round trip: "
+            f"compare it with the other rows' {r.primary} diffs only loosely. ")
 
 
 def checks(r: RunResult) -> list[str]:
     """The method's own checks, in every run."""
-    from ..evaluate import FLOOR_RATIO_SD_MAX, floor_ratio
+    from .. import evaluate as ev
+    from .. import warnings as w
     out = []
     null = r.null
     if null is not None and null.valid and null.diff.ci95_low is not None:
@@ -347,26 +376,41 @@ def checks(r: RunResult) -> list[str]:
                                                                          "does NOT contain 0 (see warnings)"))
     elif null is not None:
         out.append("null pair: " + (null.reason or "fewer than 2 pairs, no interval"))
-    ratio = floor_ratio(r)
+    ratio = ev.floor_ratio(r)
     if ratio is not None and ratio.rel_spread is not None:
-        ok = ratio.rel_spread <= FLOOR_RATIO_SD_MAX
+        ok = ratio.rel_spread <= ev.FLOOR_RATIO_SD_MAX
         out.append(f"floor over dummy: ratio {ratio.mean:.3f}, relative sd {ratio.rel_spread:.1%} over {ratio.n} "
                    "pairs: " + ("steady, as it must be" if ok
-                                else f"NOT steady (over {FLOOR_RATIO_SD_MAX:.0%}; see warnings)"))
-    if r.scaling is not None:
-        out.append(f"scaling: dividing each pair by its own baseline round trip removed {r.scaling.removed:.0%} of the "
-                   f"between-pair variance ({r.scaling.servers} servers with 3 or more pairs; median sd ratio "
-                   f"{r.scaling.median_sd_ratio:.2f})")
-    both = [s for s in r.ranked if not s.ladder and s.scaling_agrees is not None]
-    if both:
-        out.append(f"scaled and unscaled diffs: intervals overlap for {sum(1 for s in both if s.scaling_agrees)} of "
-                   f"{len(both)} servers")
+                                else f"NOT steady (over {ev.FLOOR_RATIO_SD_MAX:.1%}; see warnings)"))
+    sc = r.scaling
+    if sc is not None and sc.removed is not None:
+        out.append(f"scaling: dividing each pair by its own baseline round trip removed {sc.removed:.0%} of the "
+                   f"between-pair variance ({sc.servers} servers with 3 or more pairs; median sd ratio "
+                   f"{sc.median_sd_ratio:.2f})")
+    if sc is not None and sc.slope is not None:
+        head = (f"scaling check: the scaled diffs' elasticity to the pair's baseline round trip is {sc.slope:+.2f} "
+                f"({w.p_text(sc.slope_p)} over {sc.slope_pairs} pairs of {sc.slope_servers} servers; 0 when a slower "
+                "machine multiplies the server's and the dummy's round trips alike, as the scaling assumes): ")
+        if sc.fails:
+            out.append(head + f"NOT proportional: it moves {sc.worst}'s diff by {us(sc.worst_shift)} us, more than "
+                       "its target (see warnings)")
+        elif sc.slope_p < ev.SCALING_ALPHA and sc.worst is not None:
+            out.append(head + f"significant, but it moves no diff by more than its target (most: {sc.worst}'s, by "
+                       f"{us(sc.worst_shift)} us against ±{us(sc.worst_target)})")
+        else:
+            out.append(head + "not significant: nothing shows slowdowns that hit the server and the dummy unlike")
     measured = [s for s in r.ranked if not s.ladder and s.cpu_diff is not None]
     if measured and r.settings.get("pinning") == "shared":
-        from .. import warnings as w
         close = [s for s in measured if not any(isinstance(x, w.CpuGap | w.CpuInTail) for x in s.warnings)]
-        out.append(f"CPU cross-check: the CPU-time diff is near the latency diff for {len(close)} of {len(measured)} "
-                   "servers (CPU diff column)")
+        out.append(f"CPU cross-check: the CPU-time diff is near the latency diff (in some pair within "
+                   f"{ev.CPU_CHECK_TICKS} /proc ticks per process plus max({ev.CPU_CHECK_ABS_NS / 1000:.1f} us, "
+                   f"{ev.CPU_CHECK_REL:.0%})) for {len(close)} of {len(measured)} servers (CPU diff column)")
+    busy = r.env.get("busy")
+    if busy and busy.get("worst_share") is not None:
+        out.append(f"busy machine: other processes took {busy['other_share']:.1%} of the machine's CPU time during "
+                   f"the run, {busy['worst_share']:.1%} in its busiest {busy['worst_window_s']:.0f} s: "
+                   + ("quiet enough" if busy["worst_share"] <= ev.BUSY_SHARE_MAX
+                      else f"BUSY (over {ev.BUSY_SHARE_MAX:.0%}; see warnings)"))
     both = [s for s in r.ranked if s.clients_agree is not None]
     if both:
         agree = sum(1 for s in both if s.clients_agree)
@@ -389,14 +433,15 @@ def all_warnings(r: RunResult) -> list[str]:
             names.setdefault(x.text, []).append(s.name)
             kinds.setdefault(x.text, _kind_order(x))
     lines = sorted(names.items(), key=lambda kv: kinds[kv[0]])
-    return [x.text for x in r.warnings] + [f"{n[0]}: {t}" if len(n) == 1 else f"{len(n)} servers ({', '.join(n)}): {t}"
-                                           for t, n in lines]
+    left_out = [r.settings["left_out_reason"]] if r.settings.get("left_out_reason") else []
+    return left_out + [x.text for x in r.warnings] + [
+        f"{n[0]}: {t}" if len(n) == 1 else f"{len(n)} servers ({', '.join(n)}): {t}" for t, n in lines]
 
 
 def _kind_order(x: RunWarning) -> int:
     from .. import warnings as w
-    order = [w.TooFewPairs, w.TargetMissed, w.OutlierPair, w.ScalingDisagrees, w.ClientsDisagree, w.CpuInTail,
-             w.CpuGap, w.JitBusy, w.NoAgent]
+    order = [w.TooFewPairs, w.TargetMissed, w.OutlierPair, w.ClientsDisagree, w.CpuInTail, w.CpuGap, w.JitBusy,
+             w.NoAgent]
     return next((i for i, k in enumerate(order) if isinstance(x, k)), len(order))
 
 

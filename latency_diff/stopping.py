@@ -1,0 +1,142 @@
+"""The stopping rule and the interval it stops on: one home for both, used by the driver's schedule while a run
+goes and by the analysis afterwards.
+
+A server's process pairs (fresh JVMs on both sides) each give a ratio, server / dummy round trip (paired.py).
+The interval of the mean ratio is Student's t over pairs, with a standard deviation that is never taken
+smaller than two bounds a handful of pairs cannot see past:
+
+- **the within-pair bound**: a pair's ratio is the median of its units (segments), so it carries at least
+  their noise, (pi/2) x s_u^2 / k for k units of robust spread s_u (1.4826 x their median absolute
+  deviation, so that a rare slow segment does not inflate it: Huber, "Robust Statistics", 1981);
+- **the run's bound**: the median over the run's servers (three pairs or more) of the relative
+  between-pair spread, sd(ratio) / mean(ratio), times this server's mean ratio. Fresh JVMs spread by a
+  similar share of their round trip across servers (0.2% to 9%, median about 1%, in the committed runs of
+  one AMD and one Intel host), and three pairs that happen to agree cannot tell a server apart from that.
+
+A server stops at the first look (after each of its pairs, from --min-pairs on) at which the interval's
+half-width, in microseconds at the run's reference round trip, is within the precision target; or when its
+budget cannot pay for another pair, or at --max-pairs, or when a pair fails. Why it stopped is recorded.
+The simulation in tests/test_stopping.py checks the coverage this keeps with normal, heavy-tailed and
+two-mode pair values (docs/method.md, "Stopping").
+
+The microsecond diff is (ratio - 1) x the reference round trip. The reference is the median of the run's
+baseline round trips, and a host's round trip moves by about as much from run to run as it does from pair to
+pair within a run (about 2% sd in the committed runs), so the microsecond interval adds (ratio - 1) x 1.96 x
+that spread to the ratio's: the microseconds hold at a typical round trip of this host, not only at this
+run's. Comparisons within a run share the reference and use the ratio.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .stats import CONFIDENCE, Summary, t_quantile
+
+#: The standard error of a median of n normal values is about sqrt(pi / 2) times the mean's.
+MEDIAN_VARIANCE = math.pi / 2
+#: Scales a median absolute deviation to a normal standard deviation.
+MAD_TO_SD = 1.4826
+#: A run's bound needs this many servers with at least MIN_PAIRS_FOR_SPREAD pairs.
+MIN_SERVERS_FOR_BOUND = 3
+MIN_PAIRS_FOR_SPREAD = 3
+Z = 1.959964
+
+#: Why a server stopped getting pairs.
+MET, BUDGET, MAX_PAIRS, FAILED = "met", "budget", "max pairs", "failed"
+REASONS = (MET, BUDGET, MAX_PAIRS, FAILED)
+
+
+def pair_ratio(unit_ratios: Sequence[float]) -> float:
+    return statistics.median(unit_ratios)
+
+
+def within_variance(pairs: Sequence[Sequence[float]]) -> float | None:
+    """The variance a pair's ratio has from its own units' noise (the mean over pairs with 3 or more units)."""
+    parts = []
+    for units in pairs:
+        if len(units) >= 3:
+            med = statistics.median(units)
+            mad = statistics.median(abs(u - med) for u in units)
+            parts.append(MEDIAN_VARIANCE * (MAD_TO_SD * mad) ** 2 / len(units))
+    return statistics.fmean(parts) if parts else None
+
+
+def run_spread(servers: Sequence[Sequence[float]]) -> float | None:
+    """The run's relative between-pair spread: the median over servers (each its pairs' ratios) of
+    sd / mean; None with fewer than MIN_SERVERS_FOR_BOUND servers of MIN_PAIRS_FOR_SPREAD pairs."""
+    rel = [statistics.stdev(r) / abs(statistics.fmean(r)) for r in servers
+           if len(r) >= MIN_PAIRS_FOR_SPREAD and statistics.fmean(r) != 0]
+    return statistics.median(rel) if len(rel) >= MIN_SERVERS_FOR_BOUND else None
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A server's ratio and microsecond diff with their intervals, and what bounded the spread."""
+    ratio: Summary
+    diff: Summary
+    #: The pairs' own sd of the ratio, and the sd used (never below the bounds).
+    own_sd: float | None
+    sd: float | None
+    #: "pairs" (their own spread), "within" (the units' noise) or "run" (the run's spread).
+    bound: str | None
+
+    @property
+    def half_width_ratio(self) -> float | None:
+        return self.ratio.half_width
+
+
+def interval(ratios: Sequence[float], ref_ns: float, *, within_var: float | None = None,
+             run_rel_sd: float | None = None, ref_rel_sd: float = 0.0) -> Interval:
+    """The interval of a server's mean ratio over its pairs, and of its diff at ref_ns (see the module doc)."""
+    if not ratios:
+        raise ValueError("no pair to take an interval from")
+    n, mean = len(ratios), statistics.fmean(ratios)
+    med = statistics.median(ratios)
+    diff_mean, diff_med = (mean - 1) * ref_ns, (med - 1) * ref_ns
+    if n < 2:
+        return Interval(Summary(mean, med, None, None, None, n), Summary(diff_mean, diff_med, None, None, None, n),
+                        None, None, None)
+    own = statistics.stdev(ratios)
+    candidates = [(own, "pairs")]
+    if within_var is not None:
+        candidates.append((math.sqrt(within_var), "within"))
+    if run_rel_sd is not None:
+        candidates.append((run_rel_sd * abs(mean), "run"))
+    sd, bound = max(candidates, key=lambda c: c[0])
+    half = t_quantile(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n)
+    ratio = Summary(mean, med, sd, mean - half, mean + half, n)
+    half_us = math.hypot(half * ref_ns, abs(mean - 1) * Z * ref_rel_sd * ref_ns)
+    diff = Summary(diff_mean, diff_med, math.hypot(sd * ref_ns, abs(mean - 1) * ref_rel_sd * ref_ns),
+                   diff_mean - half_us, diff_mean + half_us, n)
+    return Interval(ratio, diff, own, sd, bound)
+
+
+def target_ns(diff_ns: float, abs_ns: float, rel: float) -> float:
+    """The half-width the diff must reach: max(abs_ns, rel * |diff|)."""
+    return max(abs_ns, rel * abs(diff_ns))
+
+
+def met(iv: Interval, ref_ns: float, abs_ns: float, rel: float) -> bool:
+    """Whether the ratio's interval, in microseconds at the reference, is within the target. The reference's own
+    spread is left out: more pairs cannot narrow it."""
+    half = iv.ratio.half_width
+    return half is not None and half * ref_ns <= target_ns(iv.diff.mean, abs_ns, rel)
+
+
+def decide(*, pairs: int, min_pairs: int, max_pairs: int, target_met: bool, failed: bool, spent_s: float,
+           next_pair_s: float | None, budget_s: float) -> str | None:
+    """Why a server gets no more pairs (MET, BUDGET, MAX_PAIRS, FAILED), or None while it should get another."""
+    if failed:
+        return FAILED
+    if pairs < min_pairs:
+        return None
+    if pairs >= max_pairs:
+        return MAX_PAIRS
+    if target_met:
+        return MET
+    if next_pair_s is None or spent_s + next_pair_s > budget_s:
+        return BUDGET
+    return None

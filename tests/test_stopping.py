@@ -1,0 +1,147 @@
+"""The stopping rule (latency_diff/stopping.py): its parts on hand-worked numbers, and its coverage by simulation.
+
+The simulation runs the kit's own rule, look by look, on simulated runs of 37 servers each, as the
+driver's schedule does: every round gives each server that still wants one a pair; a pair's ratio is
+the median of its 32 units; after each round the run's spread is taken over every server's pairs so
+far, and each server is stopped or not by stopping.decide. True ratios are spread from 1.05 to 11 (log-
+uniform), at a reference of 5,660 ns (the Intel host's), with the default target ±max(0.5 us, 5%);
+a pair's spread is lognormal around 1% of the ratio (0.2% to 5%, as in the committed runs), of which the
+units' noise is 20% to 70%. The families of the between-pair part: normal; Student's t with 3 degrees
+of freedom (heavy tails), scaled to the same sd; and an 80/20 mixture of two such normal modes 3 targets
+apart (two speed modes of fresh JVMs). A server that reaches max pairs stops there (the budget's part).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from latency_diff import stopping
+
+REF_NS = 5660.0
+ABS_NS, REL = 500.0, 0.05
+SERVERS_PER_RUN = 37
+UNITS = 32
+MIN_PAIRS, MAX_PAIRS = 3, 8
+
+
+# -- the parts, on numbers worked out by hand --------------------------------------------------------------
+def test_within_variance_is_robust_to_a_slow_segment():
+    # Units 1.0, 1.1, 1.2, 1.3, 5.0: median 1.2, deviations 0.2 0.1 0 0.1 3.8 -> MAD 0.1;
+    # (pi/2) x (1.4826 x 0.1)^2 / 5 = 1.5708 x 0.021981 / 5 = 0.0069057.
+    assert stopping.within_variance([[1.0, 1.1, 1.2, 1.3, 5.0]]) == pytest.approx(0.0069057, rel=1e-4)
+    assert stopping.within_variance([[1.0, 2.0]]) is None  # fewer than 3 units: no robust spread
+
+
+def test_run_spread_is_the_median_relative_sd():
+    # sd/mean: [1, 1.02, 1.04] -> 0.02/1.02 = 0.019608; [2, 2, 2] -> 0; [3, 3.3, 3.6] -> 0.3/3.3 = 0.090909;
+    # a server with two pairs does not count. Median of (0.019608, 0, 0.090909) = 0.019608.
+    spreads = [[1.0, 1.02, 1.04], [2.0, 2.0, 2.0], [3.0, 3.3, 3.6], [5.0, 9.0]]
+    assert stopping.run_spread(spreads) == pytest.approx(0.019608, rel=1e-4)
+    assert stopping.run_spread(spreads[:2]) is None  # fewer than 3 servers of 3 pairs
+
+
+def test_interval_takes_the_largest_bound_and_adds_the_reference_spread():
+    # Ratios 2.0, 2.001, 2.002: mean 2.001, own sd 0.001. The run's bound 1% x 2.001 = 0.02001 wins over the
+    # within bound sqrt(1e-6) = 0.001. t(0.975, 2) = 4.302653; half = 4.302653 x 0.02001 / sqrt(3) = 0.049707.
+    iv = stopping.interval([2.0, 2.001, 2.002], 10_000.0, within_var=1e-6, run_rel_sd=0.01, ref_rel_sd=0.02)
+    assert iv.bound == "run"
+    assert iv.own_sd == pytest.approx(0.001)
+    assert iv.ratio.ci95_high - iv.ratio.mean == pytest.approx(0.049707, rel=1e-4)
+    # Diff: (2.001 - 1) x 10,000 = 10,010 ns; half = hypot(0.049707 x 10,000, 1.001 x 1.959964 x 0.02 x 10,000)
+    # = hypot(497.07, 392.38) = 633.27 ns.
+    assert iv.diff.mean == pytest.approx(10_010.0)
+    assert iv.diff.ci95_high - iv.diff.mean == pytest.approx(633.27, rel=1e-4)
+    # Met compares the ratio's part only: 497.07 ns against max(500, 5% x 10,010 = 500.5): met.
+    assert stopping.met(iv, 10_000.0, ABS_NS, REL)
+    own = stopping.interval([2.0, 2.001, 2.002], 10_000.0)
+    assert own.bound == "pairs" and own.ratio.ci95_high - own.ratio.mean == pytest.approx(0.0024841, rel=1e-4)
+
+
+def test_one_pair_has_no_interval():
+    iv = stopping.interval([1.5], 10_000.0, run_rel_sd=0.01)
+    assert iv.ratio.half_width is None and iv.diff.mean == pytest.approx(5000.0)
+    assert not stopping.met(iv, 10_000.0, ABS_NS, REL)
+
+
+@pytest.mark.parametrize(("kw", "reason"), [
+    ({"pairs": 2, "target_met": True}, None),  # under min pairs, met or not
+    ({"pairs": 3, "target_met": True}, stopping.MET),
+    ({"pairs": 3, "target_met": False}, None),
+    ({"pairs": 3, "target_met": False, "spent_s": 70.0}, stopping.BUDGET),  # 70 + 10 > 75
+    ({"pairs": 3, "target_met": False, "next_pair_s": None}, stopping.BUDGET),
+    ({"pairs": 8, "target_met": False}, stopping.MAX_PAIRS),
+    ({"pairs": 1, "target_met": False, "failed": True}, stopping.FAILED),
+])
+def test_decide(kw, reason):
+    args = {"min_pairs": 3, "max_pairs": 8, "failed": False, "spent_s": 30.0, "next_pair_s": 10.0,
+            "budget_s": 75.0, **kw}
+    assert stopping.decide(**args) == reason
+
+
+# -- coverage by simulation ------------------------------------------------------------------------------
+def _server(rng: random.Random, family: str) -> dict:
+    ratio = 1 + math.exp(rng.uniform(math.log(0.05), math.log(10)))
+    target = stopping.target_ns((ratio - 1) * REF_NS, ABS_NS, REL) / REF_NS  # in ratio units
+    sd = math.exp(rng.gauss(math.log(0.01), 0.8)) * ratio  # a pair's sd
+    within_share = rng.uniform(0.2, 0.7)
+    unit_sd = math.sqrt(within_share * sd ** 2 * UNITS / stopping.MEDIAN_VARIANCE)
+    between_sd = math.sqrt((1 - within_share) * sd ** 2)
+    truth = ratio + (0.2 * 3 * target if family == "mix" else 0.0)
+    return {"ratio": ratio, "target": target, "unit_sd": unit_sd, "between_sd": between_sd, "truth": truth,
+            "family": family, "units": [], "pairs": [], "stop": None}
+
+
+def _pair(rng: random.Random, s: dict) -> None:
+    if s["family"] == "t3":  # t with 3 degrees of freedom has variance 3: scale to between_sd
+        z = rng.gauss(0, 1) / math.sqrt(sum(rng.gauss(0, 1) ** 2 for _ in range(3)) / 3) / math.sqrt(3)
+    else:
+        z = rng.gauss(0, 1)
+    centre = s["ratio"] + s["between_sd"] * z
+    if s["family"] == "mix" and rng.random() < 0.2:
+        centre += 3 * s["target"]
+    units = [centre + rng.gauss(0, s["unit_sd"]) for _ in range(UNITS)]
+    s["units"].append(units)
+    s["pairs"].append(stopping.pair_ratio(units))
+
+
+def _simulate_run(rng: random.Random, family: str) -> list[dict]:
+    servers = [_server(rng, family) for _ in range(SERVERS_PER_RUN)]
+    while True:
+        todo = [s for s in servers if s["stop"] is None]
+        if not todo:
+            return servers
+        for s in todo:
+            _pair(rng, s)
+        spread = stopping.run_spread([s["pairs"] for s in servers])
+        for s in todo:
+            iv = stopping.interval(s["pairs"], REF_NS, within_var=stopping.within_variance(s["units"]),
+                                   run_rel_sd=spread)
+            s["interval"] = iv
+            s["stop"] = stopping.decide(pairs=len(s["pairs"]), min_pairs=MIN_PAIRS, max_pairs=MAX_PAIRS,
+                                        target_met=stopping.met(iv, REF_NS, ABS_NS, REL), failed=False,
+                                        spent_s=0.0, next_pair_s=1.0, budget_s=1e9)
+
+
+def _coverage(family: str, runs: int, seed: int) -> tuple[float, float, int, float]:
+    rng = random.Random(seed)
+    servers = [s for _ in range(runs) for s in _simulate_run(rng, family)]
+    covered = [s["interval"].ratio.ci95_low <= s["truth"] <= s["interval"].ratio.ci95_high for s in servers]
+    at_min = [c for c, s in zip(covered, servers, strict=True) if len(s["pairs"]) == MIN_PAIRS]
+    return (statistics.fmean(covered), statistics.fmean(at_min) if at_min else math.nan, len(servers),
+            statistics.fmean(len(s["pairs"]) for s in servers))
+
+
+@pytest.mark.parametrize("family", ["normal", "t3", "mix"])
+def test_coverage_by_simulation(family):
+    # 60 runs of 37 servers: 2,220 simulated servers per family.
+    overall, at_min, n, mean_pairs = _coverage(family, runs=60, seed={"normal": 1, "t3": 2, "mix": 3}[family])
+    print(f"{family}: {n} servers, coverage {overall:.3f}, at {MIN_PAIRS} pairs {at_min:.3f}, "
+          f"mean pairs {mean_pairs:.2f}")
+    assert n >= 2000
+    assert overall >= 0.93
+    if family != "mix":
+        assert at_min >= 0.90
