@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT
-from . import design, interleave, matrix, pinning, repeat, robustness, warmup
+from . import coverage, design, interleave, matrix, pinning, repeat, robustness, sensitivity, warmup
 
 BENCHMARKS = {"robustness": robustness, "design": design, "interleave": interleave, "warmup": warmup,
-              "pinning": pinning, "repeat": repeat, "matrix": matrix}
+              "pinning": pinning, "repeat": repeat, "matrix": matrix, "coverage": coverage,
+              "sensitivity": sensitivity}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,207 @@
+"""The coverage and sensitivity benchmarks' pure parts, on synthetic runs whose every value is chosen (tests/runs.py).
+
+Every pair below has segments whose round trips are all one value, so a pair's ratio is server / base exactly, its
+scaled diff (ratio - 1) x the run's reference round trip (the median of its pairs' base round trips), and a row of
+three pairs d - s, d, d + s has the 95% interval d +- t(0.975, 2) x s / sqrt(3) = d +- 2.4841 s.
+"""
+
+import json
+import os
+
+import pytest
+from runs import make_paired_run
+
+from latency_diff import evaluate, settings
+from latency_diff.bench import common, coverage, sensitivity
+from latency_diff.bench.__main__ import main as bench_main
+
+
+def _runs(root):
+    """Three complete runs: (folder, its pairs). undertow's ratios are 1.35 +- 0.025, 1.355 +- 0.025 and 1.35 +- 0.025;
+    its run 3 has a reference round trip of 30 us instead of 20, so only its us diff moves. jetty fails in run 3."""
+    return [
+        (root / "run-01", {"undertow": [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)],
+                           "jetty": [(20_000, 30_000), (20_000, 30_500), (20_000, 29_500)]}),
+        (root / "run-02", {"undertow": [(20_000, 27_100), (20_000, 27_600), (20_000, 26_600)],
+                           "jetty": [(20_000, 30_400), (20_000, 30_900), (20_000, 29_900)]}),
+        (root / "run-03", {"undertow": [(30_000, 40_500), (30_000, 41_250), (30_000, 39_750)],
+                           "jetty": ["failed:measure:boom"]}),
+    ]
+
+
+def _built(root):
+    return [evaluate.build(make_paired_run(folder, pairs)) for folder, pairs in _runs(root)]
+
+
+def test_coverage_counts_the_runs_whose_interval_holds_the_median(tmp_path):
+    runs = _built(tmp_path)
+    # Stop reasons, as a result model that records them would give them.
+    for r, why in zip(runs, ("target", "target", "budget"), strict=True):
+        r.server("undertow").stop = why
+    cov = coverage.coverage(runs)
+    u, j = cov["servers"]["undertow"], cov["servers"]["jetty"]
+    # undertow's us diffs: run 1 7,000 +- 1,242 = [5,758, 8,242]; run 2 7,100, [5,858, 8,342]; run 3 (ratios 1.35,
+    # 1.375, 1.325 at 30 us) 10,500, 11,250, 9,750: 10,500 +- 1,863 = [8,637, 12,363]. Median 7,100: runs 1 and 2
+    # hold it, run 3 misses it -> 2 of 3.
+    assert u["runs"] == 3
+    assert u["diff"]["median"] == pytest.approx(7_100)
+    assert (u["diff"]["covered"], u["diff"]["missed_runs"]) == (2, [3])
+    # Its ratios: 1.35, 1.355 and 1.35, each +- 2.4841 x 0.025 = 0.0621; the median 1.35 is in all three -> 3 of 3.
+    assert u["ratio"]["median"] == pytest.approx(1.35)
+    assert (u["ratio"]["covered"], u["ratio"]["missed_runs"]) == (3, [])
+    assert u["pairs"] == [3, 3] and u["stops"] == {"budget": 1, "target": 2}
+    # jetty, in runs 1 and 2 only: 10,000 and 10,400, each +- 1,242; median 10,200 in both. Ratios 1.50 and 1.52
+    # (+- 0.0621), median 1.51 in both.
+    assert j["runs"] == 2 and j["diff"]["median"] == pytest.approx(10_200)
+    assert j["ratio"]["median"] == pytest.approx(1.51)
+    assert (j["diff"]["covered"], j["ratio"]["covered"]) == (2, 2) and j["stops"] is None
+    # Overall: us 2 + 2 of 3 + 2 rows; ratio 3 + 2 of 5.
+    assert cov["overall"]["diff"] == {"covered": 4, "of": 5, "share": pytest.approx(0.8)}
+    assert cov["overall"]["ratio"] == {"covered": 5, "of": 5, "share": pytest.approx(1.0)}
+    assert coverage.verdicts(cov) == [
+        "Only 3 runs: the targets need at least 10 (--runs 10); read these shares as indicative.",
+        "Overall, the us diff's intervals hold the median over runs in 4 of 5 (server, run) rows, 80.0%; target at "
+        "least 90%: missed by 10.0 percentage points.",
+        "Every server, the us diff: at least 80% of its runs (8 of 10): missed for 1 server: undertow (2 of 3).",
+        "Overall, the ratio's intervals hold the median over runs in 5 of 5 (server, run) rows, 100.0%; target at "
+        "least 90%: met.",
+        "Every server, the ratio: at least 80% of its runs (8 of 10): met."]
+    cols, body, _ = coverage.table(cov)
+    assert cols[-1] == "stopped because (runs)"
+    assert body == [["undertow", "7.10", "2 of 3", "1.3500", "3 of 3", "3", "budget 1, target 2"],
+                    ["jetty", "10.20", "2 of 2", "1.5100", "2 of 2", "3", "-"]]
+
+
+def test_coverage_from_a_folder_of_runs(tmp_path):
+    root = tmp_path / "coverage-x"
+    for folder, pairs in _runs(root):
+        make_paired_run(folder, pairs)
+    make_paired_run(root / "run-04", {"undertow": [(20_000, 40_000)] * 3}, status="incomplete")  # left out
+    assert bench_main(["coverage", "--from", str(root)]) == 0
+    data = json.loads((root / "coverage.json").read_text())
+    assert data["runs"] == 3 and [x["folder"] for x in data["run_dirs"]] == ["run-01/run", "run-02/run", "run-03/run"]
+    assert [x["ref_ns"] for x in data["run_dirs"]] == [20_000, 20_000, 30_000]
+    assert [x["folder"] for x in data["left_out"]] == ["run-04/run"]
+    assert data["overall"]["diff"]["covered"] == 4 and data["overall"]["ratio"]["covered"] == 5
+    page = (root / "coverage.md").read_text()
+    assert "| undertow | 7.10 | 2 of 3 | 1.3500 | 3 of 3 | 3 |" in page
+    assert "| 3 | run-03/run | complete | 30.00 | 1 | 1.5 |" in page
+    assert "Left out (not complete): run-04/run (incomplete" in page
+    assert (root / "coverage.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _no_driver(*args, **kwargs):
+    raise AssertionError("a refused command line must not start the driver")
+
+
+def test_coverage_refuses_too_few_runs_and_driver_options_with_from(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "run_driver", _no_driver)
+    with pytest.raises(SystemExit, match="at least 2"):
+        bench_main(["coverage", "--runs", "1", "--results-dir", str(tmp_path)])
+    make_paired_run(tmp_path / "one", {"undertow": [(20_000, 27_000)] * 3})
+    with pytest.raises(SystemExit, match="holds 1 run"):
+        bench_main(["coverage", "--from", str(tmp_path)])
+    with pytest.raises(SystemExit, match="--from measures nothing"):
+        bench_main(["coverage", "--from", str(tmp_path), "--budget", "10"])
+    assert not list(tmp_path.glob("coverage-*"))  # nothing measured, no folder made
+
+
+# -- sensitivity ------------------------------------------------------------------------------------------------
+
+DEFAULT_PAIRS = {"undertow": [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)],  # ratios 1.35 +- 0.025
+                 "jetty": [(20_000, 30_000), (20_000, 30_200), (20_000, 29_800)]}  # 1.50 +- 0.01
+# At a 25 us reference round trip: ratios 1.40 +- 0.025 and 1.55 +- 0.01, scaled diffs 10,000 and 13,750 us.
+VARIANT_PAIRS = {"undertow": [(25_000, 35_000), (25_000, 35_625), (25_000, 34_375)],
+                 "jetty": [(25_000, 38_750), (25_000, 39_000), (25_000, 38_500)]}
+
+
+def test_sensitivity_compares_the_per_pair_ratios(tmp_path):
+    default = evaluate.build(make_paired_run(tmp_path / "d", DEFAULT_PAIRS))
+    variant = evaluate.build(make_paired_run(tmp_path / "v", VARIANT_PAIRS))
+    result = sensitivity.compare(sensitivity.ratios([default]), sensitivity.ratios([variant]))
+    u, j = result["undertow"], result["jetty"]
+    # undertow: 1.40 - 1.35 = +0.05; Welch se sqrt(0.025^2 / 3 x 2) = 0.020412, df 4, t 2.7764 -> +-0.05667:
+    # [-0.0067, +0.1067], holds 0. In % of 1.35: 3.70%.
+    assert u["default_ratio"] == pytest.approx(1.35) and u["variant_ratio"] == pytest.approx(1.40)
+    assert u["change"]["mean"] == pytest.approx(0.05)
+    assert u["change"]["ci95_low"] == pytest.approx(-0.006673, abs=1e-6)
+    assert u["change"]["ci95_high"] == pytest.approx(0.106673, abs=1e-6)
+    assert u["change_pct"] == pytest.approx(3.7037, abs=1e-4) and u["verdict"] == "not significant"
+    # jetty: 1.55 - 1.50 = +0.05, se 0.01 x sqrt(2 / 3) = 0.0081650 -> +-0.02267: [+0.0273, +0.0727]; 3.33% of 1.50.
+    assert j["change"]["ci95_low"] == pytest.approx(0.027331, abs=1e-6) and j["verdict"] == "slower"
+    _, body, _ = sensitivity.config_table(result)
+    assert body == [["undertow", "1.3500", "1.4000", "+0.0500", "[-0.0067, +0.1067]", "+3.70%", "not significant"],
+                    ["jetty", "1.5000", "1.5500", "+0.0500", "[+0.0273, +0.0727]", "+3.33%", "slower"]]
+    _, body, _ = sensitivity.summary_table({"x": {"servers": result}})
+    assert body == [["x", "+0.0500 (+3.7%) n.s.", "+0.0500 (+3.3%)"]]
+    # A server in one side only is named, not compared.
+    missing = sensitivity.compare({"undertow": [1.3, 1.4]}, {})
+    assert missing == {"undertow": {"measured": False, "reason": "not in the variant's runs"}}
+
+
+def test_sensitivity_plan_and_which_default_runs_each_variant_meets():
+    assert sensitivity.plan(["a", "b"], 1, False) == ["default", "a", "b"]
+    assert sensitivity.plan(["a", "b"], 2, True) == ["default", "default", "a", "a", "default", "default", "b", "b",
+                                                     "default", "default"]
+    # Shared default: every variant against run 0. Interleaved: against the default runs just before and after.
+    assert sensitivity.neighbours(["default", "a", "b"]) == {"a": [0], "b": [0]}
+    assert sensitivity.neighbours(["default", "a", "default", "b", "default"]) == {"a": [0, 2], "b": [2, 4]}
+    assert sensitivity.neighbours(sensitivity.plan(["a"], 2, True)) == {"a": [0, 1, 4, 5]}
+    assert sensitivity.selected(None) == [n for n in sensitivity.CONFIGS if n != "default"]
+    assert sensitivity.selected("hot-loop,default") == ["hot-loop"]
+    with pytest.raises(SystemExit, match="unknown configuration"):
+        sensitivity.selected("hot-loop,nope")
+
+
+def test_every_sensitivity_configuration_is_a_valid_driver_command_line(monkeypatch):
+    for name in list(os.environ):
+        if name.startswith(settings.ENV_PREFIX):
+            monkeypatch.delenv(name)
+    assert sensitivity.CONFIGS["default"].flags == ()
+    for name, config in sensitivity.CONFIGS.items():
+        args = settings.build_parser("").parse_args(["--servers", common.CORE, *config.flags])
+        s = settings.resolve(args)  # the driver's own checks (a segment a multiple of 2 x the run length, ...)
+        flags = [f[2:].replace("-", "_") for f in config.flags if f.startswith("--")]
+        assert all(s.sources[f] == "flag" for f in flags), name
+        assert config.injector in (None, "stall", "drift"), name
+    assert settings.resolve(settings.build_parser("").parse_args(
+        ["--servers", common.CORE, *sensitivity.CONFIGS["hot-loop"].flags])).run_length == 16384
+
+
+def test_sensitivity_from_a_folder_of_runs(tmp_path, capsys):
+    root = tmp_path / "sensitivity-x"
+    make_paired_run(root / "01-default", DEFAULT_PAIRS)
+    make_paired_run(root / "02-settle-cpu", VARIANT_PAIRS)
+    # The default again, undertow's ratios 1.36 +- 0.025 this time.
+    make_paired_run(root / "03-default", {**DEFAULT_PAIRS,
+                                          "undertow": [(20_000, 27_200), (20_000, 27_700), (20_000, 26_700)]})
+    (root / "04-segments-4").mkdir()  # a run that never started
+    assert bench_main(["sensitivity", "--from", str(root)]) == 0
+    data = json.loads((root / "sensitivity.json").read_text())
+    settle = data["configurations"]["settle-cpu"]
+    assert settle["flags"] == ["--settle", "cpu"] and settle["runs"] == ["02-settle-cpu"]
+    assert settle["compared_with"] == ["01-default", "03-default"]
+    u = settle["servers"]["undertow"]
+    # The default's pairs of both runs together: 1.35 and 1.36 on average -> 1.355; the change 1.40 - 1.355.
+    assert u["default_pairs"] == 6 and u["default_ratio"] == pytest.approx(1.355)
+    assert u["change"]["mean"] == pytest.approx(0.045)
+    assert data["left_out"] == ["04-segments-4 (0 run directories in it)"]
+    # The default across its runs: undertow 1.35 then 1.36 (spread 0.01, 0.74% of 1.355); the last minus the first,
+    # +0.01 +- 0.0567 (as above), is not significant.
+    spread = data["default_spread"]["undertow"]
+    assert spread["ratios"] == [pytest.approx(1.35), pytest.approx(1.36)]
+    assert spread["spread_pct"] == pytest.approx(0.738, abs=1e-3) and spread["verdict"] == "not significant"
+    page = (root / "sensitivity.md").read_text()
+    assert "## The default across its runs" in page and "## settle-cpu" in page
+    assert "| undertow | 1.3550 | 1.4000 | +0.0450 |" in page
+
+
+def test_sensitivity_refuses_a_driver_option_that_a_configuration_varies(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(common, "run_driver", _no_driver)
+    with pytest.raises(SystemExit, match="run-length-1024 varies --run-length"):
+        bench_main(["sensitivity", "--only", "run-length-1024", "--run-length=512", "--results-dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="unknown configuration"):
+        bench_main(["sensitivity", "--only", "wind", "--results-dir", str(tmp_path)])
+    assert not list(tmp_path.iterdir())  # nothing measured, no folder made
+    assert bench_main(["sensitivity", "--list"]) == 0
+    assert "hot-loop" in capsys.readouterr().out
