@@ -22,7 +22,7 @@ results/<UTC time>/, never over an earlier run.
 Examples:
   ./scripts/run-all.sh --servers undertow,jetty    # a first result: two servers and the ladder, in minutes
   ./scripts/run-all.sh                       # default profile, every server (about 25 min on a 2-vCPU VM)
-  ./scripts/run-all.sh --quick               # smoke run, one process pair per server (about 75 s)
+  ./scripts/run-all.sh --quick               # smoke run, one process pair per server (not for comparing)
   ./scripts/run-all.sh --servers jetty --budget 300     # more time for one server's precision
   ./scripts/run-all.sh --compare undertow undertow@1.0.15.Final   # head to head: a release against another
   ./scripts/run-all.sh --pinning split --client ab   # the study's set-up and client
