@@ -46,7 +46,7 @@ def container_evidence() -> str | None:
             return marker
     cgroup = _read("/proc/1/cgroup") or ""
     word = next((w for w in ("docker", "containerd", "kubepods", "libpod") if w in cgroup), None)
-    return f"/proc/1/cgroup names {word}" if word else None
+    return f"PID 1's cgroup names {word}" if word else None
 
 
 def kit_commit() -> dict:
@@ -64,14 +64,14 @@ def kit_commit() -> dict:
 
 def java_info(java: str) -> dict:
     props = _run([java, "-XshowSettings:properties", "-version"]) or ""
-    wanted = ("java.version", "java.vm.name", "java.vm.version", "java.vendor", "java.home", "java.runtime.version")
+    # Version and vendor, not where it is installed: a committed record names no path of the measuring machine.
+    wanted = ("java.version", "java.vm.name", "java.vm.version", "java.vendor", "java.runtime.version")
     info = {}
     for line in props.splitlines():
         line = line.strip()
         for key in wanted:
             if line.startswith(key + " = "):
                 info[key] = line.split(" = ", 1)[1]
-    info["java"] = java
     return info
 
 

@@ -171,6 +171,14 @@ class Server:
         variant = self.variant or Variant("")
         return [variant.java or java, *jvm_flags, *self.jvm_flags, *variant.jvm_flags, "-jar", str(self.jar), *common]
 
+    def _variant_jdk(self) -> dict | None:
+        """A JDK variant's java by version and vendor (its path stays out of the records)."""
+        if self.variant is None or not self.variant.java:
+            return None
+        from .envinfo import java_info
+        from .variants import java_binary
+        return java_info(str(java_binary(self.variant.java)))
+
     def to_dict(self) -> dict:
         return {
             "name": self.name, "display": self.display, "module": self.module,
@@ -182,7 +190,7 @@ class Server:
             "version_property": self.version_property, "server_header": self.server_header,
             "server_header_reason": self.server_header_reason, "binds_every_interface": self.binds_every_interface,
             "variant": None if self.variant is None else {"spec": self.variant.spec, "of": self.variant.of,
-                                                          "version": self.variant.version, "java": self.variant.java,
+                                                          "version": self.variant.version, "jdk": self._variant_jdk(),
                                                           "jvm_flags": list(self.variant.jvm_flags)},
         }
 

@@ -112,11 +112,18 @@ class Settings:
             "budget_s": self.budget, "precision_pct": self.precision, "precision_floor_us": self.precision_floor,
             "clients": list(self.clients), "http": self.http, "pinning": self.pinning, "client_cpu": self.client_cpu,
             "server_cpu": self.server_cpu, "prepare_cpu": self.prepare_cpu, "port": self.port,
-            "jvm_flags": self.jvm_flags, "results_dir": str(self.results_dir), "start_timeout_s": self.start_timeout,
+            "jvm_flags": self.jvm_flags, "results_dir": _portable(self.results_dir),
+            "start_timeout_s": self.start_timeout,
             "allow_concurrent": self.allow_concurrent, "sources": self.sources, "compare": self.compare,
             "hold_s": self.hold,
             **({"left_out": self.left_out, "left_out_reason": self.left_out_reason} if self.left_out else {}),
         }
+
+
+def _portable(path: Path) -> str:
+    """A path as a committed record may hold it: relative to the kit, or only its name (no path of the machine)."""
+    path = path.resolve()
+    return str(path.relative_to(KIT_ROOT)) if path.is_relative_to(KIT_ROOT) else path.name
 
 
 def build_parser(description: str) -> argparse.ArgumentParser:

@@ -72,6 +72,17 @@ def test_kit_processes_sees_a_server_left_running():
     assert nothing_left(port)
 
 
+def strings(x) -> list[str]:
+    """Every string value in a JSON document."""
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, dict):
+        return [s for v in x.values() for s in strings(v)]
+    if isinstance(x, list):
+        return [s for v in x for s in strings(v)]
+    return []
+
+
 def test_quick_run_measures_every_server(tmp_path):
     port = free_port()
     proc = run_all("--quick", "--results-dir", str(tmp_path), "--port", str(port))
@@ -122,6 +133,11 @@ def test_quick_run_measures_every_server(tmp_path):
     assert summary["env"]["jdk"]["java.version"] and summary["env"]["ab"].startswith("This is ApacheBench")
     assert "dummy" in proc.stdout and "diff [us]" in proc.stdout
     assert nothing_left(port)
+    # A committed record names no path of the machine that made it: not the kit, the results, the JDK, the
+    # virtual environment or the temporary folders (a container's marker file is the container's, not ours).
+    record = json.loads((run_dir / "run.json").read_text())
+    paths = [x for x in strings(record) if x.startswith("/") and x not in ("/.dockerenv", "/run/.containerenv")]
+    assert paths == [] and record["settings"]["results_dir"] == tmp_path.name
 
 
 def test_a_quick_head_to_head_run_measures_b_against_a(tmp_path):
