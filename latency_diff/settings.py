@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import KIT_ROOT
@@ -89,6 +89,8 @@ class Settings:
     #: Servers of "all" the run leaves out, and why in one sentence (printed at the start, recorded, reported).
     left_out: list[str] | None = None
     left_out_reason: str | None = None
+    #: What the run changed of what was asked, one sentence each (printed at the start, recorded, reported).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def clients(self) -> tuple[str, ...]:
@@ -117,6 +119,7 @@ class Settings:
             "allow_concurrent": self.allow_concurrent, "sources": self.sources, "compare": self.compare,
             "hold_s": self.hold,
             **({"left_out": self.left_out, "left_out_reason": self.left_out_reason} if self.left_out else {}),
+            **({"notes": self.notes} if self.notes else {}),
         }
 
 
@@ -194,9 +197,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                    "shared: the servers' CPU)")
     p.add_argument("--server-cpu", metavar="S", help="CPU for the server processes, the baseline included (default: "
                    "the second usable CPU)")
-    p.add_argument("--port", type=int, metavar="P", help="the baseline listens on P, the measured servers on P+1 to "
-                   "P+8 in turn, since a port a server closed connections on stays in TIME_WAIT for a minute "
-                   "(default 8080)")
+    p.add_argument("--port", type=int, metavar="P", help="ports P to P+8 on 127.0.0.1 must be free; each process the "
+                   "run starts, dummy or server, takes the next of them in turn, preferring one that no connection "
+                   "holds even in TIME_WAIT (default 8080)")
     p.add_argument("--jvm-flags", metavar="FLAGS",
                    help=f"JVM flags for every server, written with '=' since they start with a dash: "
                    f"--jvm-flags='-Xmx1g -XX:+UseZGC' (default '{DEFAULT_JVM_FLAGS}')")
@@ -407,6 +410,7 @@ def resolve(args: argparse.Namespace) -> Settings:
     if s.http == "1.1" and "ab" in s.clients:
         if s.sources["client"] == "default":
             s.client = "lean"  # ab speaks HTTP/1.0 only
+            s.notes.append("--http 1.1: the lean client alone measures (ab speaks HTTP/1.0 only)")
         else:
             raise RunError("--http 1.1 measures with the lean client only (ab speaks HTTP/1.0); drop --client ab/both")
     if s.client == "ab" and not s.ab_quads:
@@ -462,13 +466,15 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
             ("prepare cpu", "none: processes are prepared on the measured CPU" if s.prepare_cpu is None
              else f"{s.prepare_cpu}: the next processes start and warm up there while CPU {s.server_cpu} measures",
              "prepare_ahead"),
-            ("ports", f"{s.port} (baseline), {s.port + 1}-{s.port + 8} (servers, in turn)", "port"),
+            ("ports", f"{s.port}-{s.port + 8}, each process the next free one in turn", "port"),
             ("jvm flags", " ".join(s.jvm_flags), "jvm_flags"), ("java", java, "java"),
             ("start timeout", f"{s.start_timeout:.0f} s", "start_timeout"),
             ("concurrent", "allowed" if s.allow_concurrent else "refused", "allow_concurrent"),
             ("results", s.results_dir, "results_dir")]
     if s.left_out_reason:
         rows.insert(2, ("note", s.left_out_reason, "client"))
+    for note in s.notes:
+        rows.insert(2, ("note", note, "http"))
     if s.hold:
         rows.append(("hold", f"each server process idle for at least {s.hold:g} s after its warm-up (a method check)",
                      "hold"))

@@ -273,6 +273,9 @@ servers_arg() {
   if [[ -n "${LATENCY_DIFF_VARIANT:-}" && ${#extra[@]} -eq 0 ]]; then
     IFS='|' read -r -a extra <<<"$LATENCY_DIFF_VARIANT"
   fi
+  if [[ -n "${LATENCY_DIFF_COMPARE:-}" && ${#extra[@]} -eq 0 ]]; then
+    IFS='|' read -r -a extra <<<"$LATENCY_DIFF_COMPARE"  # A|B, as the driver reads it
+  fi
   if (( ${#extra[@]} )); then
     want="${want:-all}$(printf ',%s' "${extra[@]}")"
   fi

@@ -76,3 +76,11 @@ def test_the_original_profile_is_abs_own_run(monkeypatch):
     s = resolve(["--profile", "original"], monkeypatch)
     # Each process serves the study's 10,000,000 requests: two blocks of an ABBA quad each.
     assert s.clients == ("ab",) and 2 * s.ab_requests == 10_000_000 and s.ab_quads == 1 and s.warmup == 0
+
+
+def test_http_11_says_that_ab_is_dropped(monkeypatch):
+    s = resolve(["--http", "1.1", "--servers", "undertow"], monkeypatch)
+    assert s.clients == ("lean",)
+    assert s.notes == ["--http 1.1: the lean client alone measures (ab speaks HTTP/1.0 only)"]
+    assert s.to_dict()["notes"] == s.notes
+    assert "notes" not in resolve(["--servers", "undertow"], monkeypatch).to_dict()

@@ -433,7 +433,8 @@ def all_warnings(r: RunResult) -> list[str]:
             names.setdefault(x.text, []).append(s.name)
             kinds.setdefault(x.text, _kind_order(x))
     lines = sorted(names.items(), key=lambda kv: kinds[kv[0]])
-    left_out = [r.settings["left_out_reason"]] if r.settings.get("left_out_reason") else []
+    left_out = ([r.settings["left_out_reason"]] if r.settings.get("left_out_reason") else []) + \
+        list(r.settings.get("notes") or [])
     return left_out + [x.text for x in r.warnings] + [
         f"{n[0]}: {t}" if len(n) == 1 else f"{len(n)} servers ({', '.join(n)}): {t}" for t, n in lines]
 
