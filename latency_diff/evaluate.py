@@ -21,7 +21,7 @@ from . import warnings as w
 from .abparse import AbParseError
 from .abparse import parse as parse_ab
 from .model import ClientResult, Costs, Pair, RunResult, Scaling, ServerResult
-from .records import BlockRecord, CostRecord, PairRecord
+from .records import INTERLEAVED, BlockRecord, CostRecord, PairRecord
 from .stats import Summary
 from .warmup import JIT_BUSY_SHARE
 
@@ -82,7 +82,7 @@ def _costs(record: CostRecord, where: str) -> Costs:
 
 
 def _block_where(files: rundir.RunFiles, b: BlockRecord) -> str:
-    spot = "" if b.client == "lean-pair" else f" quad {b.quad} slot {b.slot} ({b.target})"
+    spot = "" if b.client in INTERLEAVED else f" quad {b.quad} slot {b.slot} ({b.target})"
     return f"{files.dir / rundir.BLOCKS}: {b.server} pair {b.pair} {b.client} block{spot}"
 
 
@@ -105,6 +105,15 @@ def read_pair(files: rundir.RunFiles, rec: PairRecord) -> Pair:
     quads: dict[tuple[str, int], list[tuple[int, str, float, float]]] = {}
     for b in blocks:
         where = _block_where(files, b)
+        if b.client == "lean-check":
+            try:
+                check = lean.parse_pair(b.output, where)
+            except lean.LeanParseError as e:
+                raise AnalysisError(str(e)) from e
+            problems += [f"lean client (run-length check): {x}" for x in check.problems(
+                requests=(rec.check or {}).get("requests"), response_bytes=lengths)]
+            p.check_units, p.check_run = [_segment_unit(g) for g in check.segments], check.run
+            continue
         if b.client == "lean-pair":
             try:
                 run = lean.parse_pair(b.output, where)
@@ -158,6 +167,9 @@ def _block_set_problems(rec: PairRecord, blocks: list[BlockRecord]) -> tuple[lis
     twice (byte-identical: one block read twice) or missing, a second interleaved run, a quad of other than four
     blocks: each makes the pair invalid, never a unit dropped or counted twice."""
     problems = []
+    checks = [b for b in blocks if b.client == "lean-check"]
+    if len(checks) > 1:
+        problems.append(f"the run-length check is on record {len(checks)} times, but a pair has one")
     runs = [b for b in blocks if b.client == "lean-pair"]
     if len(runs) > 1:
         same = all(b.to_json() == runs[0].to_json() for b in runs[1:])
@@ -169,7 +181,7 @@ def _block_set_problems(rec: PairRecord, blocks: list[BlockRecord]) -> tuple[lis
                         "no lean-pair block is on record")
     quads: dict[tuple[str, int], dict[int, list[BlockRecord]]] = {}
     for b in blocks:
-        if b.client != "lean-pair":
+        if b.client not in INTERLEAVED:
             quads.setdefault((b.client, b.quad), {}).setdefault(b.slot, []).append(b)  # type: ignore[arg-type]
     complete = set()
     for (client, q), slots in sorted(quads.items()):
@@ -343,6 +355,7 @@ def evaluate(r: RunResult) -> None:
         if "ab" in s.clients and "lean" in s.clients:
             s.clients_agree = _overlap(s.clients["ab"].diff, s.clients["lean"].diff)
         s.scaling_agrees = _overlap(head.diff, head.unscaled_diff)
+        s.run_length_shift = run_length_shift(valid, s.primary)
         s.warnings = _warnings(s, r)
     base = r.baseline
     if base is not None:
@@ -353,6 +366,15 @@ def evaluate(r: RunResult) -> None:
                                      else bool(stats.significantly_different(cur.estimates, prev.estimates)))
     r.scaling = scaling(r)
     _run_warnings(r)
+
+
+def run_length_shift(valid: list[Pair], client: str) -> Summary | None:
+    """The run-length check over a server's pairs: each pair's ratio at the longer run length (the median of the
+    check's units) minus its ratio, with a Student-t interval over pairs. The check runs before the measurement in
+    odd pairs and after it in even ones, so a trend within a pair's life cancels over pairs."""
+    deltas = [statistics.median(u.ratio for u in p.check_units) - e.ratio for p in valid
+              if p.check_units and (e := p.estimate(client)) is not None]
+    return stats.summarize(deltas) if len(deltas) >= 2 else None
 
 
 def _overlap(a: Summary, b: Summary) -> bool | None:
@@ -497,6 +519,12 @@ def _warnings(s: ServerResult, r: RunResult) -> list[w.RunWarning]:
         ms, wall = max(busy, key=lambda b: b[0] / b[1])
         if ms / 1000 / wall > JIT_BUSY_SHARE:
             out.append(w.JitBusy(ms, wall, JIT_BUSY_SHARE))
+    shift = s.run_length_shift
+    if shift is not None and shift.ci95_low is not None and not shift.ci95_low <= 0 <= shift.ci95_high \
+            and abs(shift.mean) * c.ref > s.target:
+        run = next(p.check_run for p in s.pairs if p.valid and p.check_units)
+        out.append(w.RunLengthShift(shift.mean * c.ref, shift.ci95_low * c.ref, shift.ci95_high * c.ref, run or 0,
+                                    s.target))
     errors = sorted({cost.jvm_error for p in valid for cost in p.costs.values() if cost.jvm_error})
     if errors:
         out.append(w.NoAgent(errors[0]))

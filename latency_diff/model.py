@@ -71,6 +71,10 @@ class Pair:
     #: Per client (lean): the round-trip histograms of each process, one per block or segment side.
     histograms: dict[str, dict[str, list[Histogram]]] = internal(default_factory=dict)
     costs: dict[str, Costs] = internal(default_factory=dict)
+    #: The run-length check's units (the lean client at a longer run length, the same processes), if it ran.
+    check_units: list[Unit] = internal(default_factory=list)
+    #: The run-length check's run length.
+    check_run: int | None = None
     #: Where its time on the measured CPU went (wait, hand_over, measure, stop, total), in seconds.
     seconds: dict[str, float] = field(default_factory=dict, metadata={"unit": "s"})
 
@@ -177,6 +181,9 @@ class ServerResult:
     #: for a run that did not record it (before the rule had one home) or a server it never stopped.
     stop: str | None = None
     stop_pairs: int | None = None
+    #: The run-length check: per pair, the ratio at 4x the run length minus the pair's ratio; mean and interval
+    #: over pairs (None without the check, or with fewer than 2 pairs).
+    run_length_shift: Summary | None = None
 
     @property
     def estimates(self) -> list[float]:

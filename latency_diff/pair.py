@@ -143,6 +143,10 @@ def hand_over(ctx: Context, p: Prepared) -> None:
     p.record.affinity = affinity(p.proc.pid)
 
 
+#: The run-length check measures at this many times the run length.
+CHECK_FACTOR = 4
+
+
 @dataclass
 class Plan:
     """What one pair measures: the interleaved client's segments, and ab's quads."""
@@ -163,6 +167,9 @@ def measure(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, plan: 
     clients = settings.clients if http == "1.0" else tuple(c for c in settings.clients if c != "ab")
     units: dict[str, list[paired.Unit]] = {}
     t0 = time.monotonic()
+    check_first = rec.pair % 2 == 1  # before the measurement in odd pairs, after it in even ones: a trend cancels
+    if "lean" in clients and settings.check_segments and check_first:
+        _run_length_check(ctx, base, srv, rec, http, "before", say)
     if "lean" in clients:
         requests = plan.segments * settings.segment
         rec.interleave = {"requests": requests, "run": settings.run_length, "segment": settings.segment,
@@ -180,6 +187,8 @@ def measure(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, plan: 
             raise PairFailed("measure", f"lean client: {out.problem}")
         run = lean.parse_pair(out.data)  # type: ignore[arg-type]
         units["lean"] = [segment_unit(g) for g in run.segments]
+    if "lean" in clients and settings.check_segments and not check_first:
+        _run_length_check(ctx, base, srv, rec, http, "after", say)
     if "ab" in clients and plan.ab_quads:
         if units:
             units["ab"] = _ab_quads(ctx, base, srv, rec, plan.ab_quads, say)
@@ -188,6 +197,30 @@ def measure(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, plan: 
                 units["ab"] = _ab_quads(ctx, base, srv, rec, plan.ab_quads, say)
     rec.seconds["measure"] = round(time.monotonic() - t0, 3)
     return units.get(settings.primary_client) or next(iter(units.values()), [])
+
+
+def check_shape(run_length: int, segment: int) -> tuple[int, int]:
+    """The run-length check's run length (CHECK_FACTOR x the measurement's) and segment (the measurement's rounded up
+    to whole ABBA quads of the longer runs)."""
+    run = CHECK_FACTOR * run_length
+    return run, -(-segment // (2 * run)) * 2 * run
+
+
+def _run_length_check(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, http: str, order: str,
+                      say: Callable[[str], None]) -> None:
+    """A few segments of the same two processes at a longer run length: whether the ratio still moves with it."""
+    settings = ctx.settings
+    run, segment = check_shape(settings.run_length, settings.segment)
+    requests = settings.check_segments * segment
+    rec.check = {"requests": requests, "run": run, "segment": segment, "order": order}
+    say(f"{rec.server} pair {rec.pair}: run-length check, {requests:,} requests to each in runs of {run}")
+    out = ctx.measure_clients.interleaved(base.port, srv.port, http, requests, run, segment, 0,
+                                          {"base": base.record.response_bytes, "server": srv.record.response_bytes})
+    if out.data is not None:
+        ctx.writer.block(BlockRecord(rec.server, rec.pair, "lean-check", out.data, stderr=out.stderr))
+    _check_alive(base, srv)
+    if out.problem:
+        raise PairFailed("measure", f"lean client (run-length check): {out.problem}")
 
 
 class _Costs:

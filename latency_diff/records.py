@@ -23,8 +23,11 @@ from typing import Any
 
 RUN_FORMAT = "latency-diff/run/4"
 #: Clients a block can come from: the interleaved lean client (segments of both processes), one
-#: single-connection lean block, one ab block.
-CLIENT_KINDS = ("lean-pair", "lean", "ab")
+#: single-connection lean block, one ab block, the interleaved client's run-length check.
+CLIENT_KINDS = ("lean-pair", "lean", "ab", "lean-check")
+#: Interleaved clients' blocks (all segments of both processes in one block; no quad): the pair's measurement, and
+#: the run-length check (a few segments at a longer run length, the same processes).
+INTERLEAVED = ("lean-pair", "lean-check")
 TARGETS = ("base", "server")
 #: A pair's status: measured (every block on record), failed (phase and reason say where and why),
 #: interrupted (the run was stopped during it).
@@ -89,6 +92,9 @@ class PairRecord:
     process: ProcessRecord | None = None
     #: The interleaved client's settings of this pair: requests per side, run length, segment size.
     interleave: dict[str, int] | None = None
+    #: The run-length check's settings (requests per side, run length, segment) and whether it ran before or after
+    #: the measurement ("order"), when it ran.
+    check: dict[str, Any] | None = None
     costs: dict[str, CostRecord] = field(default_factory=dict)
     #: Where the pair's time went (measure lane): waiting for its processes, handing them over, measuring,
     #: stopping; "total" is their sum.
@@ -111,7 +117,8 @@ class PairRecord:
             costs = {who: CostRecord(**c) for who, c in (d.get("costs") or {}).items()}
             return PairRecord(server=d["server"], pair=int(d["pair"]), status=d["status"], round=d.get("round"),
                               http=d.get("http", "1.0"), phase=d.get("phase"), reason=d.get("reason"),
-                              interleave=d.get("interleave"), costs=costs, seconds=d.get("seconds") or {},
+                              interleave=d.get("interleave"), check=d.get("check"), costs=costs,
+                              seconds=d.get("seconds") or {},
                               notes=list(d.get("notes") or []), **procs)
         except (TypeError, ValueError) as e:
             raise RecordError(f"{where}: {e}") from e
@@ -143,7 +150,7 @@ class BlockRecord:
                 raise RecordError(f"{where}: missing field '{key}'")
         if d["client"] not in CLIENT_KINDS:
             raise RecordError(f"{where}: client {d['client']!r} is not one of {', '.join(CLIENT_KINDS)}")
-        if d["client"] != "lean-pair":
+        if d["client"] not in INTERLEAVED:
             if d.get("target") not in TARGETS or not isinstance(d.get("quad"), int) or d.get("slot") not in range(4):
                 raise RecordError(f"{where}: a {d['client']} block needs quad, slot (0-3) and target (base or "
                                   "server)")

@@ -24,16 +24,17 @@ from .servers import Server, ServerError, discover, select
 PROFILES: dict[str, dict] = {
     "default": {"warmup": 100_000, "settle": "queue", "run_length": 256, "segment": 4096, "segments": 8,
                 "pair_warmup": 1000, "ab_quads": 1, "ab_requests": 4_000, "min_pairs": 3, "max_pairs": 40,
-                "budget": 75.0},
+                "budget": 75.0, "check_segments": 2},
     # A smoke run: one pair per server, a short segment, no waiting for the JIT (not for comparing).
     "quick": {"warmup": 1_000, "settle": "none", "run_length": 256, "segment": 1024, "segments": 4,
-              "pair_warmup": 50, "ab_quads": 1, "ab_requests": 500, "min_pairs": 1, "max_pairs": 1, "budget": 0.0},
+              "pair_warmup": 50, "ab_quads": 1, "ab_requests": 500, "min_pairs": 1, "max_pairs": 1, "budget": 0.0,
+              "check_segments": 0},
     # The 2014 study's client and run length: ab alone, one pair, one ABBA quad of 5,000,000-request blocks, so that
     # each process serves the study's 10,000,000 requests, no warm-up. It differs from the study in measuring each
     # server beside a dummy, in ABBA order, pinned.
     "original": {"warmup": 0, "settle": "none", "run_length": 256, "segment": 4096, "segments": 1, "pair_warmup": 0,
                  "ab_quads": 1, "ab_requests": 5_000_000, "min_pairs": 1, "max_pairs": 1, "budget": 0.0,
-                 "client": "ab"},
+                 "client": "ab", "check_segments": 0},
 }
 DEFAULT_JVM_FLAGS = "-Xms512m -Xmx512m -XX:+AlwaysPreTouch"
 CLIENTS = {"ab": ("ab",), "lean": ("lean",), "both": ("lean", "ab")}
@@ -86,6 +87,8 @@ class Settings:
     #: Seconds a prepared server process is held idle after its warm-up, at least, before it is measured (a
     #: method check, `bench.sh sensitivity`; 0: measured as soon as its turn comes).
     hold: float = 0.0
+    #: Segments per pair of the run-length check (the interleaved client at 4x the run length); 0: none.
+    check_segments: int = 0
     #: Servers of "all" the run leaves out, and why in one sentence (printed at the start, recorded, reported).
     left_out: list[str] | None = None
     left_out_reason: str | None = None
@@ -109,7 +112,8 @@ class Settings:
         return {
             "servers": [s.name for s in self.servers], "profile": self.profile, "warmup": self.warmup,
             "settle": self.settle, "run_length": self.run_length, "segment": self.segment,
-            "segments": self.segments, "pair_warmup": self.pair_warmup, "ab_quads": self.ab_quads,
+            "segments": self.segments, "pair_warmup": self.pair_warmup, "check_segments": self.check_segments,
+            "ab_quads": self.ab_quads,
             "ab_requests": self.ab_requests, "min_pairs": self.min_pairs, "max_pairs": self.max_pairs,
             "budget_s": self.budget, "precision_pct": self.precision, "precision_floor_us": self.precision_floor,
             "clients": list(self.clients), "http": self.http, "pinning": self.pinning, "client_cpu": self.client_cpu,
@@ -171,6 +175,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                    "interleaved client turns to the other, in ABBA order (default: per profile)")
     p.add_argument("--pair-warmup", type=int, metavar="N", help="untimed requests to each process as a pair's "
                    "client connects (default: per profile)")
+    p.add_argument("--check-segments", type=int, metavar="N", help="segments per pair of the run-length check: the "
+                   "same two processes measured again at 4x the run length, so that a server whose ratio still moves "
+                   "with it is flagged (0: no check) (default: per profile)")
     p.add_argument("--ab-quads", type=int, metavar="N", help="ABBA quads of ab blocks per pair, the cross-check "
                    "(default: per profile)")
     p.add_argument("--ab-requests", type=int, metavar="N", help="requests in one ab block (default: per profile)")
@@ -379,6 +386,7 @@ def resolve(args: argparse.Namespace) -> Settings:
         segment=setting(args, "segment", prof["segment"], sources, positive),
         segments=setting(args, "segments", prof["segments"], sources, positive),
         pair_warmup=int(setting(args, "pair_warmup", prof["pair_warmup"], sources, non_negative)),
+        check_segments=int(setting(args, "check_segments", prof["check_segments"], sources, non_negative)),
         ab_quads=int(setting(args, "ab_quads", prof["ab_quads"], sources, non_negative)),
         ab_requests=setting(args, "ab_requests", prof["ab_requests"], sources, positive),
         min_pairs=setting(args, "min_pairs", prof["min_pairs"], sources, positive),
@@ -458,7 +466,9 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
             ("budget", f"{s.budget:.0f} s per server", "budget"),
             ("pairs", f"{s.min_pairs} to {s.max_pairs} per server", "min_pairs"),
             ("lean", f"{s.segments} segments of {s.segment:,} requests per process in a first pair, then adapted; "
-                     f"runs of {s.run_length} in ABBA order; {s.pair_warmup:,} untimed first", "segments"),
+                     f"runs of {s.run_length} in ABBA order; {s.pair_warmup:,} untimed first"
+                     + (f"; run-length check: {s.check_segments} segment(s) at runs of {4 * s.run_length}"
+                        if s.check_segments else ""), "segments"),
             ("ab", ab, "ab_quads"),
             ("warmup", f"{s.warmup:,} requests per process, then JIT wait: {s.settle}", "warmup"),
             ("pinning", s.pinning, "pinning"), ("client cpu", s.client_cpu, "client_cpu"),

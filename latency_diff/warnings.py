@@ -130,6 +130,29 @@ class CpuGap(RunWarning):
 
 
 @dataclass(frozen=True)
+class RunLengthShift(RunWarning):
+    """The server's ratio at 4x the run length differs from its ratio, significantly and by more than its target:
+    how often the client turns between the two processes moves this server's diff (a thread pool that parks,
+    a poller that wakes), so its diff belongs to the run length as much as to the server."""
+    shift_ns: float
+    low_ns: float
+    high_ns: float
+    run_length: int
+    target_ns: float
+
+    @property
+    def text(self) -> str:
+        return (f"the diff moves with the run length: {_signed(self.shift_ns)} us [{_us(self.low_ns)}, "
+                f"{_us(self.high_ns)}] at runs of {self.run_length:,} (the run-length check; target "
+                f"±{_us(self.target_ns)} us): the diff holds for the run length measured only; compare such servers "
+                "at several run lengths (bench.sh sensitivity)")
+
+
+def _signed(ns: float) -> str:
+    return f"{ns / 1000:+.2f}"
+
+
+@dataclass(frozen=True)
 class JitBusy(RunWarning):
     jit_ms: float
     wall_s: float

@@ -112,6 +112,11 @@ def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complet
                                 non_2xx=spec.get("non_2xx", 0))
                 rec.interleave = {"requests": out["requests"], "run": 1, "segment": SEGMENT, "warmup": 0}
                 w.block(BlockRecord(name, k, "lean-pair", out))
+                if "check" in spec:  # the run-length check's segments [(base ns, server ns), ...]
+                    check = lean_pair(spec["check"], run=4)
+                    rec.check = {"requests": check["requests"], "run": 4, "segment": SEGMENT,
+                                 "order": "before" if k % 2 else "after"}
+                    w.block(BlockRecord(name, k, "lean-check", check))
             if "ab" in clients and ab_rtt and name in ab_rtt:
                 ab_b, ab_s = ab_rtt[name][k - 1]
                 for slot, target in enumerate(QUAD[0]):

@@ -314,3 +314,36 @@ def test_within_slope_draws_arrangements_when_there_are_too_many_to_count():
     # arrangement and its mirror (2 in 362,880) reach its statistic, and none of the draws is either: p = 1 / 2,001.
     g = stats.within_slope([(list(range(9)), list(range(9)), 1.0)])
     assert (g.slope, g.exact, g.p) == (1.0, False, pytest.approx(1 / 2001))
+
+
+# -- the run-length check ---------------------------------------------------------------------------------------
+def _check_run(tmp_path, checks):
+    # Three pairs of ratio 1.5 (dummy 10,000, server 15,000: the reference is 10,000, the diff 5,000 ns, target
+    # max(500, 250) = 500 ns); each pair's run-length check gives the server `checks[i]` against a 10,000 dummy (the
+    # synthetic run's interleaved client runs 1 request at a time, its check 4).
+    pairs = [{"segments": [(10_000, 15_000)] * 2, "check": [(10_000, c)] * 2} for c in checks]
+    return evaluate.build(make_paired_run(tmp_path, {"tomcat-nio": pairs}))
+
+
+def test_the_run_length_check_fires_when_the_ratio_moves_with_the_run_length(tmp_path):
+    # At 4x the run length the server takes 14,000, 14,100, 13,900: shifts -0.10, -0.09, -0.11 in ratio, mean -0.10,
+    # sd 0.01, half-width 4.302653 x 0.01 / sqrt(3) = 0.024841: [-0.124841, -0.075159], x 10,000 ns.
+    r = _check_run(tmp_path, [14_000, 14_100, 13_900])
+    s = server(r, "tomcat-nio")
+    assert s.run_length_shift.mean == pytest.approx(-0.10) and s.run_length_shift.n == 3
+    assert any("the diff moves with the run length: -1.00 us [-1.25, -0.75] at runs of 4" in x
+               for x in texts(s.warnings))
+
+
+def test_the_run_length_check_is_quiet_when_the_ratio_holds(tmp_path):
+    # 15,020, 14,980, 15,010: shifts +0.002, -0.002, +0.001: the interval holds 0 (and 20 ns is far inside 500).
+    s = server(_check_run(tmp_path, [15_020, 14_980, 15_010]), "tomcat-nio")
+    assert s.run_length_shift.ci95_low < 0 < s.run_length_shift.ci95_high
+    assert not any("run length" in x for x in texts(s.warnings))
+
+
+def test_a_significant_but_small_shift_is_not_flagged(tmp_path):
+    # 14,960, 14,961, 14,959: shift -0.004 in ratio, significant (sd 0.0001) but 40 ns against a 500 ns target.
+    s = server(_check_run(tmp_path, [14_960, 14_961, 14_959]), "tomcat-nio")
+    assert s.run_length_shift.ci95_high < 0
+    assert not any("run length" in x for x in texts(s.warnings))

@@ -135,13 +135,18 @@ def precision_table(r: RunResult) -> Table:
             continue
         c = s.clients[s.primary]
         ratio_half = None if c.ratio.half_width is None else c.ratio.half_width * c.ref
+        shift = s.run_length_shift
         rows.append([s.name, str(s.diff.n), "/".join(str(q) for q in c.units), us(c.between_sd), us(c.within_sd),
                      us(_sd(c.unscaled_estimates)), us(_sd(c.estimates)), c.sd_bound or "-", us(ratio_half),
-                     us(s.diff.half_width), us(s.target), _met(s), s.stop or "-", f"{s.seconds:.0f}",
-                     _share(s.measure_share)])
+                     us(s.diff.half_width), us(s.target), _met(s), s.stop or "-",
+                     "-" if shift is None else f"{shift.mean * c.ref / 1000:+.2f}",
+                     "-" if shift is None or shift.ci95_low is None else
+                     f"[{shift.ci95_low * c.ref / 1000:.2f}, {shift.ci95_high * c.ref / 1000:.2f}]",
+                     f"{s.seconds:.0f}", _share(s.measure_share)])
     cols = ("server", "pairs", "units per pair", "between-process sd [us]", "within-pair sd of a unit [us]",
             "sd of pairs, unscaled [us]", "sd of pairs, scaled [us]", "sd from", "half-width, ratio [us]",
-            "half-width [us]", "target [us]", "met", "stopped", "time [s]", "measuring")
+            "half-width [us]", "target [us]", "met", "stopped", "4x run length [us]", "4x run length 95% CI [us]",
+            "time [s]", "measuring")
     return cols, rows, set(range(1, len(cols)))
 
 
@@ -265,8 +270,11 @@ SECTIONS = (
      "runs on (Welch interval over both rows' pairs).", framework_table),
     ("Precision reached", "Per server: process pairs used, units per pair (segments of the interleaved client, adapted "
      "to the measured variances, Kalibera and Jones 2013), the spread between pairs (JVM-to-JVM) and within a pair "
-     "(one unit), the spread of the pairs' diffs before and after the scaling, the interval's half-width against "
-     "the target, the time spent on the measured CPU, and the share of it spent measuring.", precision_table),
+     "(one unit), the spread of the pairs' diffs before and after the scaling, which bound the interval's sd came "
+     "from (its pairs, the units' noise, or the run's spread: docs/method.md), the ratio's half-width and the "
+     "diff's (which adds the reference's own spread) against the target, why the server stopped, the run-length "
+     "check (the diff at 4x the run length minus the diff, same processes), the time spent on the measured CPU, and "
+     "the share of it spent measuring.", precision_table),
     ("Percentiles", "Round trip by percentile over every segment of a server (lean client); a value is the top of its "
      "histogram bucket (at most 0.4% above the true value).", percentile_table),
     ("Cost per request on the server", "CPU from /proc for the whole server process and for its JIT compiler threads "

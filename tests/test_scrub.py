@@ -1,0 +1,43 @@
+"""No path of the measuring machine in a committed record (latency_diff/scrub.py for the runs written before)."""
+
+from __future__ import annotations
+
+import json
+
+from latency_diff import KIT_ROOT, scrub
+
+
+def strings(x) -> list[str]:
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, dict):
+        return [s for v in x.values() for s in strings(v)]
+    if isinstance(x, list):
+        return [s for v in x for s in strings(v)]
+    return []
+
+
+def test_scrub_takes_the_paths_out_and_keeps_versions():
+    run = {"settings": {"results_dir": "/home/me/kit/results/matrix-jdks-1/run", "port": 8080},
+           "env": {"jdk": {"java.version": "25.0.3", "java.vendor": "Eclipse Adoptium", "java.home": "/opt/jdk",
+                           "java": "/opt/jdk/bin/java"}},
+           "servers": [{"name": "undertow+jdk21", "variant": {"spec": "undertow:java=/home/me/jdk21", "of": "undertow",
+                                                               "java": "/home/me/jdk21/bin/java", "jvm_flags": []}},
+                       {"name": "dummy", "variant": None}]}
+    changed = scrub.scrub(run, describe=lambda java: {"java.runtime.version": "21.0.8+9", "java.vendor": "X"})
+    assert run == {"settings": {"results_dir": "results/matrix-jdks-1/run", "port": 8080},
+                   "env": {"jdk": {"java.version": "25.0.3", "java.vendor": "Eclipse Adoptium"}},
+                   "servers": [{"name": "undertow+jdk21",
+                                "variant": {"spec": "undertow:java=<JDK 21.0.8+9>", "of": "undertow", "jvm_flags": [],
+                                            "jdk": {"java.runtime.version": "21.0.8+9", "java.vendor": "X"}}},
+                               {"name": "dummy", "variant": None}]}
+    assert changed == ["settings.results_dir: results/matrix-jdks-1/run", "env.jdk.java.home: removed",
+                       "env.jdk.java: removed", "undertow+jdk21: variant java 21.0.8+9"]
+    assert scrub.scrub(run) == []  # done once, nothing more to do
+
+
+def test_no_committed_run_names_a_path_of_the_machine_that_made_it():
+    for path in sorted((KIT_ROOT / "results").rglob("run.json")):
+        found = [x for x in strings(json.loads(path.read_text())) if x.startswith("/")
+                 and x not in scrub.CONTAINER_MARKERS]
+        assert found == [], f"{path.relative_to(KIT_ROOT)}: {found[:3]}"
