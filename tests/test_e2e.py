@@ -218,13 +218,19 @@ def test_pin_threads_pins_threads_that_other_threads_start_meanwhile():
 
 
 def test_http11_runs_every_server_with_the_lean_client_only(tmp_path):
-    proc = run_all("--quick", "--servers", "undertow", "--http", "1.1", "--results-dir", str(tmp_path),
-                   "--port", str(free_port()))
+    proc = run_all("--quick", "--servers", "undertow", "--http", "1.1", "--check-segments", "1",
+                   "--results-dir", str(tmp_path), "--port", str(free_port()))
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = the_run(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["settings"]["http"] == "1.1" and summary["settings"]["clients"] == ["lean"]
+    assert summary["settings"]["notes"] == ["--http 1.1: the lean client alone measures (ab speaks HTTP/1.0 only)"]
     assert {e["http"] for e in pairs_of(run_dir)} == {"1.1"}
+    # The run-length check ran in every pair (pair 1: before the measurement), at 4 x 256 = 1,024 a run.
+    assert {(e["check"]["run"], e["check"]["order"]) for e in pairs_of(run_dir)} == {(1024, "before")}
+    files = rundir.load(run_dir)
+    assert all([b.client for b in files.blocks[(e["server"], e["pair"])]] == ["lean-check", "lean-pair"]
+               for e in pairs_of(run_dir))
     run = json.loads((run_dir / "run.json").read_text())
     assert run["requests"]["1.1"].startswith("GET / HTTP/1.1\r\nHost: 127.0.0.1:")
 
