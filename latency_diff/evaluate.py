@@ -188,6 +188,10 @@ def _block_set_problems(rec: PairRecord, blocks: list[BlockRecord]) -> tuple[lis
     for b in blocks:
         if b.client not in INTERLEAVED:
             quads.setdefault((b.client, b.quad), {}).setdefault(b.slot, []).append(b)  # type: ignore[arg-type]
+    expected = (rec.ab or {}).get("quads")
+    found = {q for client, q in quads if client == "ab"}
+    if expected is not None and found != set(range(expected)):
+        problems.append(f"ab: quads {sorted(found)} on record, but the pair's record says {expected}")
     complete = set()
     for (client, q), slots in sorted(quads.items()):
         twice = [(slot, same) for slot, same in sorted(slots.items()) if len(same) > 1]

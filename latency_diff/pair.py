@@ -247,6 +247,7 @@ def _ab_quads(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, quad
     """ABBA quads of ab blocks (each a fresh ab process and connection); their units."""
     n = ctx.settings.ab_requests
     procs = {"base": base, "server": srv}
+    rec.ab = {"quads": quads, "requests": n}
     units = []
     for q in range(quads):
         order = paired.quad_order(q)

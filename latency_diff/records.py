@@ -95,6 +95,8 @@ class PairRecord:
     #: The run-length check's settings (requests per side, run length, segment) and whether it ran before or after
     #: the measurement ("order"), when it ran.
     check: dict[str, Any] | None = None
+    #: ab's ABBA quads of the pair and the requests of one block, when ab measured it.
+    ab: dict[str, int] | None = None
     costs: dict[str, CostRecord] = field(default_factory=dict)
     #: Where the pair's time went (measure lane): waiting for its processes, handing them over, measuring,
     #: stopping; "total" is their sum.
@@ -117,7 +119,7 @@ class PairRecord:
             costs = {who: CostRecord(**c) for who, c in (d.get("costs") or {}).items()}
             return PairRecord(server=d["server"], pair=int(d["pair"]), status=d["status"], round=d.get("round"),
                               http=d.get("http", "1.0"), phase=d.get("phase"), reason=d.get("reason"),
-                              interleave=d.get("interleave"), check=d.get("check"), costs=costs,
+                              interleave=d.get("interleave"), check=d.get("check"), ab=d.get("ab"), costs=costs,
                               seconds=d.get("seconds") or {},
                               notes=list(d.get("notes") or []), **procs)
         except (TypeError, ValueError) as e:

@@ -119,6 +119,7 @@ def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complet
                     w.block(BlockRecord(name, k, "lean-check", check))
             if "ab" in clients and ab_rtt and name in ab_rtt:
                 ab_b, ab_s = ab_rtt[name][k - 1]
+                rec.ab = {"quads": 1, "requests": AB_REQUESTS}
                 for slot, target in enumerate(QUAD[0]):
                     w.block(BlockRecord(name, k, "ab", ab_block(ab_b if target == "base" else ab_s), quad=0,
                                         slot=slot, target=target))

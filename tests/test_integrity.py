@@ -115,6 +115,13 @@ def test_an_ab_quad_of_three_blocks_makes_its_pair_invalid(tmp_path):
     assert _reason(run) == "ab quad 0 has 3 blocks, not 4"
 
 
+def test_a_whole_missing_ab_quad_makes_its_pair_invalid(tmp_path):
+    # The pair's record says one quad (quad 0); with its four blocks gone the pair's ab units would just be missing.
+    run = _ab_run(tmp_path)
+    write_blocks(run, [b for b in blocks(run) if not (b["pair"] == 2 and b["client"] == "ab")])
+    assert _reason(run) == "ab: quads [] on record, but the pair's record says 1"
+
+
 def test_an_ab_block_on_record_twice_makes_its_pair_invalid(tmp_path):
     run = _ab_run(tmp_path)
     objs = blocks(run)
