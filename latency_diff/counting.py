@@ -1,0 +1,338 @@
+"""Work per request, counted: system calls (in all, and by name for the common ones), context switches, CPU
+migrations, page faults, and which threads ran.
+
+A diff is the server's own computation plus its kernel work (system calls, wake-ups and hand-offs between
+threads), and hosts differ most in the price of the second. Counts say how much of it each server does; unlike a
+time, a count should carry from one machine to another.
+
+Counting touches the request path (a tracepoint on every system call), so it never runs while round trips are
+measured: a pair's counting window comes after its measured phase, in the same two warm processes, and its round
+trips are not used. The window has two parts, each counted for both processes at once:
+
+- idle: IDLE_S seconds without a request, for what a process does by the clock (timers, a cached Date header,
+  the JVM's own threads), which is then taken off the request part in proportion to its length;
+- busy: the interleaved client sends N requests to each process.
+
+Sources: `perf stat` (software events and the syscall tracepoints; exact, all threads, started disabled and
+switched on and off through its control FIFO so that only the window counts) when it runs here, and always
+/proc (per thread: voluntary and involuntary switches; per process: page faults, read- and write-like
+syscalls from /proc/PID/io). The record keeps every raw count with its source; `per_request` makes them figures.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .process import taskset_prefix
+
+#: Seconds of the idle part of a window.
+IDLE_S = 1.0
+#: perf's software events, counted for every thread of a process.
+EVENTS = ("raw_syscalls:sys_enter", "context-switches", "cpu-migrations", "page-faults", "task-clock")
+#: System calls counted by name (those that exist on the host): the ones an HTTP server's request loop makes.
+NAMED_SYSCALLS = ("read", "write", "readv", "writev", "recvfrom", "sendto", "recvmsg", "sendmsg", "sendfile64",
+                  "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl", "poll", "ppoll", "select", "pselect6",
+                  "futex", "sched_yield", "accept", "accept4", "ioctl", "fcntl", "getsockopt", "setsockopt",
+                  "getsockname", "getpeername", "shutdown", "close", "mprotect", "madvise", "mmap", "munmap",
+                  "clock_gettime", "clock_nanosleep", "nanosleep", "gettid", "getpid", "rt_sigprocmask",
+                  "rt_sigreturn", "io_uring_enter", "sched_getaffinity", "getrusage", "getrandom")
+TRACING = (Path("/sys/kernel/tracing/events/syscalls"), Path("/sys/kernel/debug/tracing/events/syscalls"))
+#: Seconds to wait for perf to acknowledge a command on its control FIFO.
+ACK_TIMEOUT_S = 10.0
+
+
+class CountError(Exception):
+    """perf did not count; the message says why (the window falls back to /proc)."""
+
+
+# -- perf ---------------------------------------------------------------------------------------------------------
+_probe: tuple[tuple[str, ...], str | None] | None = None
+
+
+def perf_events() -> tuple[tuple[str, ...], str | None]:
+    """(the perf events this host counts, why perf cannot count here or None); probed once per process."""
+    global _probe
+    if _probe is None:
+        _probe = _probe_perf()
+    return _probe
+
+
+def _probe_perf() -> tuple[tuple[str, ...], str | None]:
+    perf = shutil.which("perf")
+    if perf is None:
+        return (), "perf is not installed (Debian/Ubuntu: apt-get install linux-perf, or linux-tools-generic)"
+    named = ()
+    for folder in TRACING:
+        try:
+            named = tuple(f"syscalls:sys_enter_{n}" for n in NAMED_SYSCALLS if (folder / f"sys_enter_{n}").is_dir())
+        except OSError:
+            continue
+        if named:
+            break
+    for events in (EVENTS + named, EVENTS, EVENTS[1:]):
+        try:
+            proc = subprocess.run([perf, "stat", "-x", ",", "-e", ",".join(events), "--", "true"],
+                                  capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return (), f"perf stat did not run: {e}"
+        if proc.returncode == 0 and "<not supported>" not in proc.stderr:
+            return events, None
+        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+    return (), f"perf stat cannot count here ({why}); as root, or with kernel.perf_event_paranoid <= 1, it can"
+
+
+class Perf:
+    """`perf stat` attached to one process, started disabled; counts between enable() and disable()."""
+
+    def __init__(self, pid: int, events: tuple[str, ...], cpu: int | None, folder: Path, part: str):
+        self.out = folder / f"perf-{pid}-{part}.csv"
+        self.ctl, self.ack = folder / f"ctl-{pid}-{part}", folder / f"ack-{pid}-{part}"
+        for fifo in (self.ctl, self.ack):
+            os.mkfifo(fifo)
+        # Read-write opens do not block on a FIFO with no other end yet.
+        self.ctl_fd = os.open(self.ctl, os.O_RDWR)
+        self.ack_fd = os.open(self.ack, os.O_RDWR)
+        self.proc = subprocess.Popen(
+            taskset_prefix(cpu) + ["perf", "stat", "-x", ",", "-o", str(self.out), "-D", "-1",
+                                   "--control", f"fifo:{self.ctl},{self.ack}", "-e", ",".join(events),
+                                   "-p", str(pid)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+
+    def command(self, what: str) -> None:
+        os.write(self.ctl_fd, f"{what}\n".encode())
+        deadline = time.monotonic() + ACK_TIMEOUT_S
+        got = b""
+        while b"ack" not in got:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                err = self.proc.stderr.read() if self.proc.poll() is not None and self.proc.stderr else ""
+                raise CountError(f"perf did not acknowledge '{what}'" + (f": {err.strip()}" if err else ""))
+            ready, _, _ = select.select([self.ack_fd], [], [], min(left, 0.2))
+            if ready:
+                got += os.read(self.ack_fd, 64)
+
+    def finish(self) -> dict[str, float]:
+        """Stops perf; the counts of the enabled time, by event."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            _, err = self.proc.communicate(timeout=ACK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise CountError("perf did not stop within 10 s of SIGINT") from None
+        finally:
+            self.close()
+        try:
+            text = self.out.read_text()
+        except OSError as e:
+            raise CountError(f"perf wrote no counts ({err.strip() or e})") from None
+        return parse_perf_csv(text)
+
+    def close(self) -> None:
+        for fd in (self.ctl_fd, self.ack_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def parse_perf_csv(text: str) -> dict[str, float]:
+    """perf stat -x, output: {event: count}. An event that never ran while enabled ("<not counted>", a process
+    whose threads all slept) counted nothing; "<not supported>" is an error."""
+    counts: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#") or "," not in line:
+            continue
+        fields = line.split(",")
+        if len(fields) < 3:
+            raise CountError(f"perf stat line not understood: {line!r}")
+        value, event = fields[0], fields[2]
+        if value == "<not counted>":
+            counts[event] = 0.0
+        elif value == "<not supported>":
+            raise CountError(f"perf cannot count {event} here")
+        else:
+            try:
+                counts[event] = float(value)
+            except ValueError:
+                raise CountError(f"perf stat line not understood: {line!r}") from None
+    if not counts:
+        raise CountError("perf stat wrote no counts")
+    return counts
+
+
+# -- /proc --------------------------------------------------------------------------------------------------------
+def proc_snapshot(pid: int) -> dict:
+    """Counters of a process from /proc: per thread its voluntary and involuntary switches; the process's page faults
+    and, when readable, its read- and write-like syscalls."""
+    threads: dict[str, list[int]] = {}
+    task_dir = Path(f"/proc/{pid}/task")
+    for task in task_dir.iterdir():
+        try:
+            status = (task / "status").read_text()
+        except OSError:
+            continue  # ended meanwhile
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        threads[task.name] = [int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"])]
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    snap: dict = {"threads": threads, "minflt": int(stat[7]), "majflt": int(stat[9])}
+    try:
+        io = dict(line.split(": ", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+        snap["syscr"], snap["syscw"] = int(io["syscr"]), int(io["syscw"])
+    except (OSError, KeyError, ValueError):
+        pass  # another user's process without the right to read it
+    return snap
+
+
+def proc_delta(before: dict, after: dict) -> dict:
+    """What /proc counted between two snapshots: switches summed over threads (a thread that ended meanwhile took its
+    switches with it; one that started counts from zero), the threads that switched at all, faults and syscalls."""
+    vol = invol = ran = 0
+    for tid, (v, i) in after["threads"].items():
+        v0, i0 = before["threads"].get(tid, (0, 0))
+        vol, invol = vol + v - v0, invol + i - i0
+        ran += (v - v0) + (i - i0) > 0
+    out = {"voluntary": vol, "involuntary": invol, "threads": len(after["threads"]), "threads_ran": ran,
+           "page_faults": after["minflt"] - before["minflt"] + after["majflt"] - before["majflt"]}
+    if "syscr" in before and "syscr" in after:
+        out["read_syscalls"] = after["syscr"] - before["syscr"]
+        out["write_syscalls"] = after["syscw"] - before["syscw"]
+    return out
+
+
+# -- a window -----------------------------------------------------------------------------------------------------
+@dataclass
+class Side:
+    """One process of a counting window."""
+    pid: int
+    perf: Perf | None = None
+    before: dict | None = None
+
+
+def count_window(pids: dict[str, int], requests: int, serve: Callable[[], None], cpu: int | None,
+                 idle_s: float = IDLE_S) -> dict[str, dict]:
+    """Counts each process's work over an idle part (idle_s seconds) and a busy part (`serve()`, which sends
+    `requests` requests to each); per process a record for `per_request`."""
+    events, why = perf_events()
+    folder = Path(tempfile.mkdtemp(prefix="latency-diff-count-"))
+    sides = {who: Side(pid) for who, pid in pids.items()}
+    problem = why
+    try:
+        parts: dict[str, dict[str, dict]] = {who: {} for who in sides}
+        for part in ("idle", "busy"):
+            perf_ok = bool(events) and problem is None
+            if perf_ok:
+                try:
+                    for s in sides.values():
+                        s.perf = Perf(s.pid, events, cpu, folder, part)
+                    for s in sides.values():
+                        s.perf.command("enable")  # type: ignore[union-attr]
+                except (CountError, OSError) as e:
+                    problem, perf_ok = f"perf: {e}", False
+                    _close(sides)
+            for s in sides.values():
+                s.before = proc_snapshot(s.pid)
+            t0 = time.monotonic()
+            if part == "idle":
+                time.sleep(idle_s)
+            else:
+                serve()
+            wall = time.monotonic() - t0
+            for who, s in sides.items():
+                parts[who][part] = {"wall_s": round(wall, 4), "proc": proc_delta(s.before, proc_snapshot(s.pid))}
+            if perf_ok:
+                try:
+                    for s in sides.values():
+                        s.perf.command("disable")  # type: ignore[union-attr]
+                    for who, s in sides.items():
+                        parts[who][part]["perf"] = s.perf.finish()  # type: ignore[union-attr]
+                except (CountError, OSError) as e:
+                    problem = f"perf: {e}"
+                    for who in sides:
+                        for p in parts[who].values():
+                            p.pop("perf", None)
+                finally:
+                    _close(sides)
+        return {who: {"requests": requests, **parts[who],
+                      **({"perf_problem": problem} if problem else {})} for who in sides}
+    finally:
+        _close(sides)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _close(sides: dict[str, Side]) -> None:
+    for s in sides.values():
+        if s.perf is not None:
+            s.perf.close()
+            s.perf = None
+
+
+# -- per request --------------------------------------------------------------------------------------------------
+#: Per-request figures and where each comes from: (name, perf event, /proc field).
+FIGURES = (("syscalls", "raw_syscalls:sys_enter", None),
+           ("switches", "context-switches", None),
+           ("voluntary", None, "voluntary"),
+           ("involuntary", None, "involuntary"),
+           ("migrations", "cpu-migrations", None),
+           ("page_faults", "page-faults", "page_faults"),
+           ("task_clock_us", "task-clock", None),
+           ("threads_ran", None, "threads_ran"),
+           ("read_syscalls", None, "read_syscalls"),
+           ("write_syscalls", None, "write_syscalls"))
+
+
+def per_request(window: dict) -> dict:
+    """A process's counts of one window, per request, with the idle part's rate taken off in proportion to the
+    busy part's length: {"source": "perf" or "proc", figure: value, ..., "syscall_names": {name: per request}}.
+    task_clock_us is CPU microseconds per request; threads_ran is not per request but the number of threads that
+    switched in the busy part. Without perf, switches are /proc's voluntary + involuntary, and syscalls unknown.
+    /proc misses the switches of threads that ended within the window: with perf, the split into voluntary and
+    involuntary is then left out ("split_lost"); without perf, the switches are short by theirs."""
+    n, idle, busy = window["requests"], window["idle"], window["busy"]
+    scale = busy["wall_s"] / idle["wall_s"] if idle.get("wall_s") else 0.0
+    perf = "perf" in busy and "perf" in idle
+
+    def net(key: str, source: str) -> float | None:
+        if busy.get(source) is None or key not in busy[source]:
+            return None
+        return (busy[source][key] - scale * idle.get(source, {}).get(key, 0)) / n
+
+    out: dict = {"source": "perf" if perf else "proc"}
+    for name, event, field in FIGURES:
+        value = net(event, "perf") if perf and event else None
+        if value is None and field:
+            value = net(field, "proc")
+        if name == "task_clock_us" and value is not None:
+            value *= 1000  # perf's task-clock is in milliseconds
+        if name == "threads_ran":
+            value = busy["proc"]["threads_ran"]
+        if name == "switches" and value is None:
+            v, i = net("voluntary", "proc"), net("involuntary", "proc")
+            value = None if v is None or i is None else v + i
+        if value is not None:
+            out[name] = round(value, 4)
+    if perf and "switches" in out and "voluntary" in out and "involuntary" in out:
+        # /proc loses the switches of a thread that ended within the window (a server that serves each connection
+        # on a thread of its own ends it with the window's connection): its split is then not shown
+        if abs(out["voluntary"] + out["involuntary"] - out["switches"]) > 0.02 + 0.05 * abs(out["switches"]):
+            del out["voluntary"], out["involuntary"]
+            out["split_lost"] = True
+    if perf:
+        names = {e.split("sys_enter_", 1)[1]: net(e, "perf") for e in busy["perf"] if e.startswith("syscalls:")}
+        out["syscall_names"] = {k: round(v, 4) for k, v in sorted(names.items(), key=lambda kv: -kv[1])
+                                if v is not None and v >= 0.005}
+    return out
