@@ -1,0 +1,55 @@
+"""Where the time goes (latency_diff/profiling.py): the grouping of samples on known stacks, the package table,
+and a real profile's stacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from latency_diff import profiling
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profile"
+
+
+def test_each_sample_goes_to_the_group_of_its_thread_and_innermost_frames():
+    text = (FIXTURES / "handmade.collapsed").read_text()
+    samples, shares = profiling.where_time_goes(text, profiling.packages("io.undertow:undertow-core"))
+    assert samples == 100
+    assert shares == {
+        "kernel": 0.30,                  # the epoll_wait leaf is the kernel's
+        "JDK networking and NIO": 0.10,  # libc's write under SocketDispatcher.write0: the innermost Java frame
+        "JDK other": 0.05,               # HashMap.get inlined into Undertow's code
+        "server library": 0.25,          # Undertow's own frame (XNIO is Undertow's too)
+        "framework": 0.0,
+        "other libraries": 0.10,         # the kit's main class (4) and Jackson (6)
+        "JVM and native": 0.02,          # a request thread with no Java frame
+        "GC and VM": 0.08,
+        "JIT compiler": 0.10,
+    }
+    assert list(shares) == list(profiling.GROUPS)
+
+
+def test_a_framework_s_own_code_and_the_servers_below_it():
+    stacks = ("[t tid=1];io/netty/channel/nio/NioEventLoop.run_[j];io/vertx/core/impl/ContextImpl.emit_[j];"
+              "io/quarkus/vertx/http/runtime/VertxHttpRecorder.handle_[j] 3\n"
+              "[t tid=1];io/netty/channel/nio/NioEventLoop.run_[j];io/vertx/core/impl/ContextImpl.emit_[j] 1\n"
+              "[t tid=1];io/netty/channel/nio/NioEventLoop.run_[j] 1\n")
+    below = profiling.packages("io.vertx:vertx-core") + profiling.packages("io.netty:netty-codec-http")
+    _, shares = profiling.where_time_goes(stacks, below, profiling.packages("io.quarkus:quarkus-rest"))
+    assert (shares["framework"], shares["server library"]) == (0.6, 0.4)
+
+
+def test_packages_of_a_library():
+    assert profiling.packages("org.rapidoid:rapidoid-http-fast") == ("org/rapidoid/",)
+    assert "org/apache/coyote/" in profiling.packages("org.apache.tomcat.embed:tomcat-embed-core")
+    assert profiling.packages(None, "jdk-vt") == profiling.JDK_SERVER  # the JDK's own server is the library
+    _, shares = profiling.where_time_goes("[t tid=1];sun/net/httpserver/ServerImpl$Exchange.run_[j] 2\n",
+                                          profiling.packages(None, "jdk"))
+    assert shares["server library"] == 1.0
+
+
+def test_collapsed_stacks_are_read_strictly():
+    with pytest.raises(ValueError, match="line 2: no sample count"):
+        profiling.parse_collapsed("a;b 3\na;b\n")
+    assert profiling.where_time_goes("", ("x/",)) == (0, {g: 0.0 for g in profiling.GROUPS})
