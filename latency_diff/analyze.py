@@ -2,6 +2,7 @@
 
 Usage: scripts/analyze.py RUN_DIR [--quiet]
        scripts/analyze.py compare RUN_A RUN_B [--html FILE]
+       scripts/analyze.py hosts RUN RUN... [--out FILE]
 
 RUN_DIR: writes summary.json, summary.csv, report.md, report.html (one self-contained page), and
 the diffs and percentiles plots (PNG) into the run directory and prints the tables. Parses
@@ -23,6 +24,10 @@ server valid in one run only (with why), and every server that could not be comp
 (latency-diff/run/4; python3 -m latency_diff.migrate converts a run of /3); a run of the earlier
 single-server format is refused with a message saying so (one error line, exit status 1). Exit
 status: 0; 1 on an unreadable run; RUN_DIR: 3 when the run is incomplete (compare says so in a note).
+
+hosts: runs of different machines side by side (latency_diff/hosts.py): per server its diff, ratio, rank
+and work per request in each run, the pairs of servers whose order flips, and per run that counted the
+work a fit of the diffs against user CPU, context switches and system calls (the host's price of each).
 """
 
 from __future__ import annotations
@@ -329,6 +334,31 @@ def main_compare(argv: list[str]) -> int:
     return 0
 
 
+def main_hosts(argv: list[str]) -> int:
+    from . import hosts
+    parser = argparse.ArgumentParser(prog="analyze.py hosts", description=hosts.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="run directories, e.g. one per host")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the comparison (markdown) to FILE")
+    args = parser.parse_args(argv)
+    if len(args.runs) < 2:
+        parser.error("give at least two runs")
+    try:
+        runs = [evaluate.build(d) for d in args.runs]
+    except evaluate.AnalysisError as e:
+        print(f"analyze: error: {e}", file=sys.stderr)
+        return 1
+    text = "\n".join(hosts.report(runs)) + "\n"
+    print(text, end="")
+    if args.out:
+        try:
+            args.out.write_text(text, encoding="utf-8")
+        except OSError as e:
+            print(f"analyze: error: {args.out}: cannot write: {e.strerror}", file=sys.stderr)
+            return 1
+    return 0
+
+
 COMPARE_EXPLANATION = (
     "ratio: server over dummy round trip, the mean over the run's process pairs (each pair over its own dummy, so it "
     "does not depend on the run's reference); ratio change: ratio B minus ratio A with a 95% Welch interval over both "
@@ -342,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "compare":
         return main_compare(argv[1:])
+    if argv and argv[0] == "hosts":
+        return main_hosts(argv[1:])
     parser = argparse.ArgumentParser(prog="analyze.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path, help="a run directory, e.g. results/20261122T050000Z")

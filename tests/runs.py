@@ -123,6 +123,8 @@ def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complet
                 for slot, target in enumerate(QUAD[0]):
                     w.block(BlockRecord(name, k, "ab", ab_block(ab_b if target == "base" else ab_s), quad=0,
                                         slot=slot, target=target))
+            if "counts" in spec:  # {"server": (syscalls, switches) per request, "base": (...)}
+                rec.counts = {who: counting_window(*v) for who, v in spec["counts"].items()}
             if "cpu" in spec:
                 for who, ticks in zip(("server", "base"), spec["cpu"], strict=True):
                     rec.costs[who] = CostRecord(requests=spec.get("cpu_requests", 1000), wall_s=1.0,
@@ -133,6 +135,18 @@ def make_paired_run(tmp: Path, pairs: dict[str, list], *, status: str = "complet
             w.pair(rec)
     w.close()
     return run
+
+
+def counting_window(syscalls: float, switches: float, requests: int = 10_000) -> dict:
+    """A counting window (counting.count_window's record of one process) with the given work per request, perf as
+    its source, a quiet idle part."""
+    def part(wall: float, sc: float, sw: float) -> dict:
+        return {"wall_s": wall, "proc": {"voluntary": round(sw), "involuntary": 0, "threads": 2, "threads_ran": 1,
+                                         "page_faults": 0},
+                "perf": {"raw_syscalls:sys_enter": sc, "context-switches": sw, "cpu-migrations": 0.0,
+                         "page-faults": 0.0, "task-clock": 0.0}}
+    return {"requests": requests, "idle": part(1.0, 0.0, 0.0),
+            "busy": part(0.5, syscalls * requests, switches * requests)}
 
 
 def read_json_lines(path: Path) -> list[dict]:

@@ -1,0 +1,60 @@
+"""Hosts side by side (latency_diff/hosts.py, analyze.py hosts) on two synthetic runs whose diffs are built from
+known prices of a switch and a system call."""
+
+from __future__ import annotations
+
+import pytest
+from runs import make_paired_run
+
+from latency_diff import analyze, evaluate, hosts
+
+BASE_NS = 10_000
+DUMMY = (2.0, 1.0, 2.0)  # the dummy's user CPU [us], switches and system calls per request
+#: Per server: user CPU, switches and system calls per request more than the dummy.
+MORE = {"a": (1.0, 0.0, 2.0), "b": (2.0, 1.0, 1.0), "c": (0.5, 2.0, 6.0), "d": (3.0, 0.5, 0.0), "e": (1.0, 3.0, 4.0)}
+#: Per host: us per us of user CPU, per switch, per system call.
+PRICES = {"one": (1.0, 2.0, 0.5), "two": (1.0, 0.2, 1.0)}
+
+
+def _run(tmp_path, host: str):
+    user, switch, syscall = PRICES[host]
+    pairs = {}
+    for name, (du, dsw, dsc) in MORE.items():
+        diff = round(1000 * (user * du + switch * dsw + syscall * dsc))
+        spec = {"segments": [(BASE_NS, BASE_NS + diff)] * 2,
+                # 1,000,000 requests at 100 ticks a second: a tick is 10 ns a request
+                "cpu": ((round(100 * (DUMMY[0] + du)), 0), (round(100 * DUMMY[0]), 0)), "cpu_requests": 1_000_000,
+                "counts": {"server": (DUMMY[2] + dsc, DUMMY[1] + dsw), "base": (DUMMY[2], DUMMY[1])}}
+        pairs[name] = [spec, spec, spec]
+    return evaluate.build(make_paired_run(tmp_path / host, pairs, env={"cpu_model": f"Test CPU {host}"}))
+
+
+def test_the_fit_finds_each_host_s_price_of_a_switch_and_a_system_call(tmp_path):
+    for host, (user, switch, syscall) in PRICES.items():
+        f = hosts.fit(_run(tmp_path, host))
+        assert f is not None and sorted(f.servers) == sorted(MORE)
+        assert (f.user, f.switch_us, f.syscall_us) == pytest.approx((user, switch, syscall), abs=1e-6)
+        assert f.r2 == pytest.approx(1.0)
+
+
+def test_the_table_and_the_servers_ranked_the_other_way_round(tmp_path):
+    one, two = _run(tmp_path, "one"), _run(tmp_path, "two")
+    cols, rows = hosts.table([one, two])
+    row = {r[0]: r for r in rows}
+    # c: 0.5 + 2 x 2 + 6 x 0.5 = 7.5 us on host one; 0.5 + 2 x 0.2 + 6 x 1 = 6.9 on host two
+    assert row["c"][1:6] == ["7.50", "1.750", "4", "8.00", "3.00"]
+    assert row["c"][6:9] == ["6.90", "1.690", "5"]
+    assert row["c"][-1] == "1.09x" and cols[-1] == "diff 1 / diff 2"
+    told, flipped = hosts.flips(one, two)
+    assert told == 10 and flipped == [("c", "e")]  # e: 9.0 on one, 5.6 on two
+
+
+def test_the_command_writes_the_comparison(tmp_path, capsys):
+    a = make_paired_run(tmp_path / "x", {"a": [(BASE_NS, 12_000)] * 3, "b": [(BASE_NS, 15_000)] * 3})
+    b = make_paired_run(tmp_path / "y", {"a": [(BASE_NS, 16_000)] * 3, "b": [(BASE_NS, 13_000)] * 3})
+    out = tmp_path / "hosts.md"
+    assert analyze.main(["hosts", str(a), str(b), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "1 of the 1 pairs of servers both tell apart rank the other way round: a/b." in text
+    assert "Run 1: no fit (the run did not count system calls and switches)." in text
+    assert text == capsys.readouterr().out
