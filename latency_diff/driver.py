@@ -99,6 +99,9 @@ class Run:
         self.schedule = Schedule([ServerState(x, settings.segments) for x in measured])
         self.dummy = dummy
         self.date_checked: set[str] = set()
+        #: Servers whose work per request has been counted (in a counting window after one of their pairs).
+        self.counted: set[str] = set()
+        self.profiled: set[str] = set()
         self.lane = Lane(settings.prepare_cpu is not None)
         #: Stops finished processes (off the measured CPU) while the measuring lane goes on; writes their records.
         self.reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stop") if self.lane.pool else None
@@ -273,6 +276,16 @@ class Run:
                 pair.date_check(srv, self.stage)
                 self.date_checked.add(st.server.name)
                 seconds["date_check"] = time.monotonic() - t3
+            if settings.count_requests and st.server.name not in self.counted:
+                t4 = time.monotonic()
+                self.counted.add(st.server.name)  # one window a server, counted or not (rec.counts says)
+                pair.count(self.ctx, base, srv, rec, http, self.stage, lambda t: self.progress.say(t, transient=True))
+                seconds["count"] = time.monotonic() - t4
+            if settings.profile_requests and st.server.is_java and st.server.name not in self.profiled:
+                t5 = time.monotonic()
+                self.profiled.add(st.server.name)  # one window a server (rec.profile says how it went)
+                pair.profile(self.ctx, base, srv, rec, http, self.stage, lambda t: self.progress.say(t, transient=True))
+                seconds["profile"] = time.monotonic() - t5
         except pair.PairFailed as e:
             rec.status, rec.phase, rec.reason = "failed", e.phase, str(e)
             st.failed = f"{e.phase}: {e}"
@@ -288,7 +301,8 @@ class Run:
             seconds.setdefault("wait", t2 - t0 + carried)
             seconds["total"] = t2 - t0 + carried
             rec.seconds = {k: round(v, 3) for k, v in seconds.items()}
-            st.spent += seconds["total"]
+            # counting and profiling are not the server's precision budget
+            st.spent += seconds["total"] - seconds.get("count", 0.0) - seconds.get("profile", 0.0)
             if srv is not None and not skipped:
                 rec.process = srv.record
             if srv is not None:

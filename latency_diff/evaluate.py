@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from . import histogram, lean, paired, rundir, stats, stopping
+from . import counting, histogram, lean, paired, profiling, rundir, stats, stopping
 from . import warnings as w
 from .abparse import AbParseError
 from .abparse import parse as parse_ab
@@ -161,6 +161,15 @@ def read_pair(files: rundir.RunFiles, rec: PairRecord) -> Pair:
         p.reason = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
     for who, c in rec.costs.items():
         p.costs[who] = _costs(c, f"{files.dir / rundir.PAIRS}: {rec.server} pair {rec.pair}")
+    p.profile = rec.profile
+    if rec.counts:
+        p.work_problem = rec.counts.get("problem")
+        if p.work_problem is None:
+            try:
+                p.work = {who: counting.per_request(rec.counts[who]) for who in ("base", "server")}
+            except (KeyError, TypeError, ZeroDivisionError) as e:
+                raise AnalysisError(f"{files.dir / rundir.PAIRS}: {rec.server} pair {rec.pair}: its counting window "
+                                    f"is incomplete ({type(e).__name__}: {e})") from e
     return p
 
 
@@ -240,6 +249,7 @@ def build(run_dir: Path) -> RunResult:
         mine = sorted((r for r in files.pairs if r.server == s.name), key=lambda r: r.pair)
         s.pairs = [read_pair(files, r) for r in mine]
         servers.append(s)
+    _read_stacks(run_dir, servers)
     strays = sorted({r.server for r in files.pairs} - {s.name for s in servers})
     if strays:
         raise AnalysisError(f"{run_dir / rundir.PAIRS}: pairs of server(s) not in run.json: {', '.join(strays)}")
@@ -249,7 +259,59 @@ def build(run_dir: Path) -> RunResult:
                        seconds=files.run.get("seconds"), caveat=_cold_caveat(settings),
                        stops=files.run.get("stops"))
     evaluate(result)
+    for s in servers:
+        if s.valid and not s.baseline:
+            _profile_of(s, {m["name"]: m for m in files.run["servers"]})
     return result
+
+
+def _read_stacks(run_dir: Path, servers: list[ServerResult]) -> None:
+    """The collapsed stacks of the pairs that were profiled, from the run's logs (read only when there are some)."""
+    tags = {p.profile["tag"]: p for s in servers for p in s.pairs if p.profile and p.profile.get("tag")}
+    if not tags:
+        return
+    for obj in rundir.logs(run_dir):
+        if obj.get("kind") == "profile" and obj.get("tag") in tags:
+            tags[obj["tag"]].stacks = obj["text"]
+
+
+def flamegraph_name(server: str) -> str:
+    return f"flames/{server}.html"
+
+
+def _profile_of(s: ServerResult, meta: dict[str, dict]) -> None:
+    """Where the server's CPU time goes: the first valid pair's profile, grouped (profiling.where_time_goes), at
+    the server's CPU per request."""
+    done = [p for p in s.pairs if p.valid and p.stacks is not None and "problem" not in (p.profile or {})]
+    if not done:
+        s.profile_problem = next((f"pair {p.pair}: {p.profile['problem']}" for p in s.pairs
+                                  if p.profile and "problem" in p.profile), None)
+        return
+    p = done[0]
+    below, seen = [], set()
+    under = meta.get(s.name, {}).get("runs_on")
+    while under and under not in seen:  # the servers it runs on, down the chain (Quarkus on Vert.x on Netty)
+        seen.add(under)
+        m = meta.get(under) or _discovered(under)
+        below += profiling.packages(m.get("library"), under) if m else ()
+        under = m.get("runs_on") if m else None
+    own = profiling.packages(s.library, s.name)
+    server_pkg, framework_pkg = (tuple(below), own) if s.runs_on else (own, ())
+    try:
+        samples, shares = profiling.where_time_goes(p.stacks, server_pkg, framework_pkg)  # type: ignore[arg-type]
+    except ValueError as e:
+        raise AnalysisError(f"{s.name} pair {p.pair}: its profile: {e}") from e
+    cpu_us = s.cpu.mean / 1000 if s.cpu is not None else None
+    s.profile = {"pair": p.pair, "event": (p.profile or {}).get("event"), "samples": samples,
+                 "shares": {g: round(v, 4) for g, v in shares.items()},
+                 "us_per_request": None if cpu_us is None else {g: round(v * cpu_us, 3) for g, v in shares.items()},
+                 "flamegraph": flamegraph_name(s.name)}
+
+
+def _discovered(name: str) -> dict | None:
+    """A server's metadata from the kit's modules, for one the run did not measure."""
+    from .servers import discover
+    return next(({"library": x.library, "runs_on": x.runs_on} for x in discover() if x.name == name), None)
 
 
 # -- evaluating --------------------------------------------------------------------------------------
@@ -365,6 +427,7 @@ def evaluate(r: RunResult) -> None:
             s.clients_agree = _overlap(s.clients["ab"].diff, s.clients["lean"].diff)
         s.scaling_agrees = _overlap(head.diff, head.unscaled_diff)
         s.run_length_shift = run_length_shift(valid, s.primary)
+        _work_of(s, valid)
         s.warnings = _warnings(s, r)
     base = r.baseline
     if base is not None:
@@ -471,6 +534,30 @@ def _costs_of(s: ServerResult, valid: list[Pair], estimates: list, ref_ns: float
     s.jit_cpu = _summary([c.jit_cpu_ms for c in server])
 
 
+def _work_of(s: ServerResult, valid: list[Pair]) -> None:
+    """The server's work per request: from its first valid pair with a counting window."""
+    counted = [p for p in valid if "server" in p.work]
+    if counted:
+        s.work, s.work_pair = counted[0].work["server"], counted[0].pair
+    else:
+        s.work_problem = next((f"pair {p.pair}: {p.work_problem}" for p in s.pairs if p.work_problem), None)
+
+
+def median_work(works: list[dict]) -> dict | None:
+    """Several windows' work per request of one program (the baseline dummy's), figure by figure: the median."""
+    if not works:
+        return None
+    out: dict = {"source": "perf" if all(x["source"] == "perf" for x in works) else "proc", "windows": len(works)}
+    numeric = {k for x in works for k, v in x.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    for key in sorted(numeric):
+        out[key] = round(statistics.median(x[key] for x in works if key in x), 4)
+    names = {n for x in works for n in x.get("syscall_names", {})}
+    if names:
+        med = {n: round(statistics.median(x.get("syscall_names", {}).get(n, 0.0) for x in works), 4) for n in names}
+        out["syscall_names"] = dict(sorted(((n, v) for n, v in med.items() if v >= 0.005), key=lambda kv: -kv[1]))
+    return out
+
+
 def _baseline_row(r: RunResult, base: ServerResult) -> None:
     """The dummy's own row: its round trip and costs from its side of every valid pair of the run."""
     pairs = [p for s in r.servers if s.valid and not s.baseline for p in s.pairs if p.valid]
@@ -497,6 +584,7 @@ def _baseline_row(r: RunResult, base: ServerResult) -> None:
     base.gc_count = _summary([c.gc_count for c in costs])
     base.gc_time = _summary([c.gc_time_ms for c in costs])
     base.jit_cpu = _summary([c.jit_cpu_ms for c in costs])
+    base.work = median_work([p.work["base"] for p in pairs if "base" in p.work])
 
 
 def _warnings(s: ServerResult, r: RunResult) -> list[w.RunWarning]:

@@ -77,6 +77,13 @@ class Pair:
     check_run: int | None = None
     #: Where its time on the measured CPU went (wait, hand_over, measure, stop, total), in seconds.
     seconds: dict[str, float] = field(default_factory=dict, metadata={"unit": "s"})
+    #: Its counting window's work per request, per process ("base", "server"; counting.per_request), if it had one,
+    #: and why the window does not count, if so.
+    work: dict[str, dict] = internal(default_factory=dict)
+    work_problem: str | None = internal(default=None)
+    #: Its profiling window's record (records.PairRecord.profile) and collapsed stacks, if it had one.
+    profile: dict | None = internal(default=None)
+    stacks: str | None = internal(default=None)
 
     @property
     def valid(self) -> bool:
@@ -184,6 +191,17 @@ class ServerResult:
     #: The run-length check: per pair, the ratio at 4x the run length minus the pair's ratio; mean and interval
     #: over pairs (None without the check, or with fewer than 2 pairs).
     run_length_shift: Summary | None = None
+    #: Work per request (counting.per_request: system calls, switches, faults, threads that ran, with its source)
+    #: from the first valid pair with a counting window; the dummy's: the median over every window's baseline side.
+    #: None: not counted (why in work_problem, when a window failed).
+    work: dict | None = None
+    work_pair: int | None = None
+    work_problem: str | None = None
+    #: Where its CPU time goes (profiling.py), from the first valid pair with a profile: {"pair", "event",
+    #: "samples", "shares" (group -> 0-1), "us_per_request" (group -> share x CPU per request), "flamegraph" (the
+    #: file, relative to the run)}; None: not profiled (why in profile_problem, when a window failed).
+    profile: dict | None = None
+    profile_problem: str | None = None
 
     @property
     def estimates(self) -> list[float]:

@@ -98,6 +98,13 @@ class PairRecord:
     #: ab's ABBA quads of the pair and the requests of one block, when ab measured it.
     ab: dict[str, int] | None = None
     costs: dict[str, CostRecord] = field(default_factory=dict)
+    #: The counting window after the measured phase (counting.count_window), when the pair had one: per process
+    #: ("base", "server") its raw counts; "problem" when its client failed.
+    counts: dict[str, Any] | None = None
+    #: The profiling window after the counting one (profiling.py), when the pair had one: requests to each process,
+    #: the profiler's event and interval, seconds, the server process's tag (its stacks are in the logs under it);
+    #: "problem" when the profiler or the client failed.
+    profile: dict[str, Any] | None = None
     #: Where the pair's time went (measure lane): waiting for its processes, handing them over, measuring,
     #: stopping; "total" is their sum.
     seconds: dict[str, float] = field(default_factory=dict)
@@ -120,6 +127,7 @@ class PairRecord:
             return PairRecord(server=d["server"], pair=int(d["pair"]), status=d["status"], round=d.get("round"),
                               http=d.get("http", "1.0"), phase=d.get("phase"), reason=d.get("reason"),
                               interleave=d.get("interleave"), check=d.get("check"), ab=d.get("ab"), costs=costs,
+                              counts=d.get("counts"), profile=d.get("profile"),
                               seconds=d.get("seconds") or {},
                               notes=list(d.get("notes") or []), **procs)
         except (TypeError, ValueError) as e:

@@ -24,17 +24,18 @@ from .servers import Server, ServerError, discover, select
 PROFILES: dict[str, dict] = {
     "default": {"warmup": 100_000, "settle": "queue", "run_length": 256, "segment": 4096, "segments": 8,
                 "pair_warmup": 1000, "ab_quads": 1, "ab_requests": 4_000, "min_pairs": 3, "max_pairs": 40,
-                "budget": 75.0, "check_segments": 2},
+                "budget": 75.0, "check_segments": 2, "count_requests": 20_000,
+                "profile_requests": 50_000},
     # A smoke run: one pair per server, a short segment, no waiting for the JIT (not for comparing).
     "quick": {"warmup": 1_000, "settle": "none", "run_length": 256, "segment": 1024, "segments": 4,
               "pair_warmup": 50, "ab_quads": 1, "ab_requests": 500, "min_pairs": 1, "max_pairs": 1, "budget": 0.0,
-              "check_segments": 0},
+              "check_segments": 0, "count_requests": 0, "profile_requests": 0},
     # The 2014 study's client and run length: ab alone, one pair, one ABBA quad of 5,000,000-request blocks, so that
     # each process serves the study's 10,000,000 requests, no warm-up. It differs from the study in measuring each
     # server beside a dummy, in ABBA order, pinned.
     "original": {"warmup": 0, "settle": "none", "run_length": 256, "segment": 4096, "segments": 1, "pair_warmup": 0,
                  "ab_quads": 1, "ab_requests": 5_000_000, "min_pairs": 1, "max_pairs": 1, "budget": 0.0,
-                 "client": "ab", "check_segments": 0},
+                 "client": "ab", "check_segments": 0, "count_requests": 0, "profile_requests": 0},
 }
 DEFAULT_JVM_FLAGS = "-Xms512m -Xmx512m -XX:+AlwaysPreTouch"
 CLIENTS = {"ab": ("ab",), "lean": ("lean",), "both": ("lean", "ab")}
@@ -89,6 +90,12 @@ class Settings:
     hold: float = 0.0
     #: Segments per pair of the run-length check (the interleaved client at 4x the run length); 0: none.
     check_segments: int = 0
+    #: Requests to each process in the counting window after a server's first measured pair (system calls,
+    #: switches, faults: counting.py); 0: no counting.
+    count_requests: int = 0
+    #: Requests to each process in the profiling window after a JVM server's first measured pair (async-profiler:
+    #: profiling.py); 0: no profiling.
+    profile_requests: int = 0
     #: Servers of "all" the run leaves out, and why in one sentence (printed at the start, recorded, reported).
     left_out: list[str] | None = None
     left_out_reason: str | None = None
@@ -113,6 +120,7 @@ class Settings:
             "servers": [s.name for s in self.servers], "profile": self.profile, "warmup": self.warmup,
             "settle": self.settle, "run_length": self.run_length, "segment": self.segment,
             "segments": self.segments, "pair_warmup": self.pair_warmup, "check_segments": self.check_segments,
+            "count_requests": self.count_requests, "profile_requests": self.profile_requests,
             "ab_quads": self.ab_quads,
             "ab_requests": self.ab_requests, "min_pairs": self.min_pairs, "max_pairs": self.max_pairs,
             "budget_s": self.budget, "precision_pct": self.precision, "precision_floor_us": self.precision_floor,
@@ -178,6 +186,13 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--check-segments", type=int, metavar="N", help="segments per pair of the run-length check: the "
                    "same two processes measured again at 4x the run length, so that a server whose ratio still moves "
                    "with it is flagged (0: no check) (default: per profile)")
+    p.add_argument("--count-requests", type=int, metavar="N", help="after each server's first measured pair, count "
+                   "the work of N requests to each of its two processes (system calls by name, context switches, "
+                   "migrations, page faults, threads that ran: perf stat when it can count here, else /proc); its "
+                   "round trips are not used (0: no counting) (default: per profile)")
+    p.add_argument("--profile-requests", type=int, metavar="N", help="after each JVM server's first measured pair, "
+                   "profile its CPU time (async-profiler) over N requests to each process: a flame graph and where the "
+                   "time goes per request; its round trips are not used (0: no profiling) (default: per profile)")
     p.add_argument("--ab-quads", type=int, metavar="N", help="ABBA quads of ab blocks per pair, the cross-check "
                    "(default: per profile)")
     p.add_argument("--ab-requests", type=int, metavar="N", help="requests in one ab block (default: per profile)")
@@ -387,6 +402,8 @@ def resolve(args: argparse.Namespace) -> Settings:
         segments=setting(args, "segments", prof["segments"], sources, positive),
         pair_warmup=int(setting(args, "pair_warmup", prof["pair_warmup"], sources, non_negative)),
         check_segments=int(setting(args, "check_segments", prof["check_segments"], sources, non_negative)),
+        count_requests=int(setting(args, "count_requests", prof["count_requests"], sources, non_negative)),
+        profile_requests=int(setting(args, "profile_requests", prof["profile_requests"], sources, non_negative)),
         ab_quads=int(setting(args, "ab_quads", prof["ab_quads"], sources, non_negative)),
         ab_requests=setting(args, "ab_requests", prof["ab_requests"], sources, positive),
         min_pairs=setting(args, "min_pairs", prof["min_pairs"], sources, positive),
@@ -470,6 +487,10 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
                      + (f"; run-length check: {s.check_segments} segment(s) at runs of {4 * s.run_length}"
                         if s.check_segments else ""), "segments"),
             ("ab", ab, "ab_quads"),
+            ("counting", f"{s.count_requests:,} requests to each process after a server's first pair"
+             if s.count_requests else "off", "count_requests"),
+            ("profiling", f"{s.profile_requests:,} requests to each process after a JVM server's first pair "
+             "(async-profiler)" if s.profile_requests else "off", "profile_requests"),
             ("warmup", f"{s.warmup:,} requests per process, then JIT wait: {s.settle}", "warmup"),
             ("pinning", s.pinning, "pinning"), ("client cpu", s.client_cpu, "client_cpu"),
             ("server cpu", s.server_cpu, "server_cpu"),

@@ -36,6 +36,8 @@ main() {
   ensure_ab
   ensure_taskset
   ensure_venv
+  ensure_perf
+  ensure_async_profiler
   build_jars package
   build_native if-stale
   exec "$PYTHON" -m latency_diff.bench "$@"

@@ -142,6 +142,40 @@ build_native() {
   done
 }
 
+# perf counts each server's system calls and context switches (latency_diff/counting.py); without it the run
+# counts switches from /proc only, and says so in its report.
+ensure_perf() {
+  command -v perf >/dev/null && perf --version >/dev/null 2>&1 && return 0
+  apt_install linux-perf 2>/dev/null || apt_install "linux-tools-$(uname -r)" linux-tools-common 2>/dev/null || true
+  command -v perf >/dev/null && perf --version >/dev/null 2>&1 && return 0
+  warn "perf is missing (Debian: sudo apt-get install linux-perf; Ubuntu: linux-tools-\$(uname -r)): the work per \
+request is counted from /proc only (context switches, no system calls)"
+}
+
+# async-profiler (Maven Central tools.profiler:async-profiler, its version in latency_diff/profiling.py) for the
+# profiles of the JVM servers: the jar through the Maven wrapper, its native libraries unpacked into .tools/.
+# Without it the run has no profiles, and says so in its report.
+ensure_async_profiler() {
+  local version dir arch
+  version="$("$PYTHON" -c 'from latency_diff.profiling import ASYNC_PROFILER_VERSION as v; print(v)')"
+  dir="${KIT_ROOT}/.tools/async-profiler-${version}"
+  case "$(uname -m)" in
+    x86_64) arch=linux-x64 ;;
+    aarch64) arch=linux-arm64 ;;
+    *) warn "async-profiler has no library for $(uname -m): no profiles"; return 0 ;;
+  esac
+  [[ -f "${dir}/${arch}/libasyncProfiler.so" ]] && return 0
+  info "fetching async-profiler ${version} from Maven Central (for the profiles)"
+  mkdir -p "$dir"
+  if (cd "$KIT_ROOT" && ./mvnw -B -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+        -Dartifact="tools.profiler:async-profiler:${version}" -DoutputDirectory="$dir" >&2) \
+     && "$PYTHON" -m zipfile -e "${dir}/async-profiler-${version}.jar" "$dir" \
+     && [[ -f "${dir}/${arch}/libasyncProfiler.so" ]]; then
+    return 0
+  fi
+  warn "could not fetch async-profiler ${version} (see above): the run has no profiles"
+}
+
 ensure_taskset() {
   command -v taskset >/dev/null && return 0
   apt_install util-linux && command -v taskset >/dev/null && return 0

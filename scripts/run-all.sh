@@ -53,6 +53,8 @@ main() {
   ensure_taskset
   ensure_node
   ensure_venv
+  ensure_perf
+  ensure_async_profiler
   build_jars package "" "$(servers_arg "$@")"
   build_native if-stale
   exec "$PYTHON" -m latency_diff.cli "$@"

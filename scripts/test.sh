@@ -43,6 +43,8 @@ main() {
   ensure_node
   ensure_chromium
   ensure_venv
+  ensure_perf
+  ensure_async_profiler
   build_jars verify
   build_native force
   info "lint: ruff"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import cli, driver, pair, ports, rundir, settings, warmup
+from latency_diff import cli, counting, driver, pair, ports, rundir, settings, warmup
 from latency_diff.process import java_executable, pin_threads
 from latency_diff.servers import Server, discover
 
@@ -233,6 +233,33 @@ def test_http11_runs_every_server_with_the_lean_client_only(tmp_path):
                for e in pairs_of(run_dir))
     run = json.loads((run_dir / "run.json").read_text())
     assert run["requests"]["1.1"].startswith("GET / HTTP/1.1\r\nHost: 127.0.0.1:")
+
+
+def test_a_run_counts_and_profiles_each_server_after_its_first_pair(tmp_path):
+    proc = run_all("--quick", "--servers", "undertow,floor", "--min-pairs", "2", "--max-pairs", "2",
+                   "--count-requests", "2048", "--profile-requests", "4096",
+                   "--results-dir", str(tmp_path), "--port", str(free_port()))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = the_run(tmp_path)
+    pairs = {(e["server"], e["pair"]): e for e in pairs_of(run_dir)}
+    perf = counting.perf_events()[1] is None
+    for name in ("undertow", "floor", "dummy-nio", "null"):
+        first, second = pairs[(name, 1)], pairs[(name, 2)]
+        assert "counts" in first and "counts" not in second, name  # one counting window a server, after pair 1
+        assert first["counts"]["server"]["requests"] == 2048 and "problem" not in first["counts"]
+    summary = {s["name"]: s for s in json.loads((run_dir / "summary.json").read_text())["servers"]}
+    for name in ("undertow", "floor", "dummy"):
+        work = summary[name]["work"]
+        assert work["source"] == ("perf" if perf else "proc") and work["switches"] > 0.5, (name, work)
+        if perf:
+            assert work["syscalls"] >= 1.5, (name, work)
+    # the profiles: JVM servers only (not the C floor), with the flame graph next to the report
+    assert "profile" in pairs[("undertow", 1)] and "profile" not in pairs[("floor", 1)]
+    prof = summary["undertow"]["profile"]
+    assert prof is not None, pairs[("undertow", 1)]["profile"]
+    assert prof["samples"] > 0 and abs(sum(prof["shares"].values()) - 1) < 0.01
+    assert (run_dir / prof["flamegraph"]).read_text().lstrip().lower().startswith("<!doctype html")
+    assert prof["flamegraph"] in (run_dir / "report.html").read_text()
 
 
 @pytest.mark.parametrize("args, message", [

@@ -195,6 +195,7 @@ def test_the_schedule_reference_is_the_median_of_every_pairs_baseline():
 
 def test_profiles_name_every_setting():
     keys = {"warmup", "settle", "run_length", "segment", "segments", "pair_warmup", "ab_quads", "ab_requests",
-            "min_pairs", "max_pairs", "budget", "check_segments"}
+            "min_pairs", "max_pairs", "budget", "check_segments", "count_requests",
+            "profile_requests"}
     assert all(set(p) - {"client"} == keys for p in PROFILES.values())
     assert all(p["segment"] % (2 * p["run_length"]) == 0 for p in PROFILES.values())

@@ -7,6 +7,7 @@
     html.py          report.html, one self-contained page
     plots.py         diffs.png, percentiles.png (and the SVG that report.html inlines)
     readme.py        the README's results blocks
+    flames/<server>.html  each profiled server's flame graph, from the run's logs
     tables.py        the tables and sentences they share
 
 `write_all` writes every file of a run directory: the plots first (the reports embed them), then
@@ -38,7 +39,7 @@ def write_all(run_dir: Path, r: RunResult) -> list[Path]:
     rendered = {"summary.json": summary_json.render(r), "summary.csv": summary_csv.render(r),
                 "report.md": markdown.render(r, {k: p.name for k, p in images.items()}),
                 "report.html": html.render(r, {k: plots.svg(r, k) for k in images})}
-    written = list(images.values())
+    written = list(images.values()) + _flamegraphs(run_dir, r)
     for name, text in rendered.items():
         try:
             rundir.write_atomic(run_dir / name, text)
@@ -46,3 +47,24 @@ def write_all(run_dir: Path, r: RunResult) -> list[Path]:
             raise ExportError(f"{run_dir / name}: cannot write: {e.strerror}") from e
         written.append(run_dir / name)
     return written
+
+
+def _flamegraphs(run_dir: Path, r: RunResult) -> list[Path]:
+    """Each profiled server's flame graph (async-profiler's page, kept in the run's logs) as a file of its own."""
+    from ..evaluate import flamegraph_name
+    tags = {f"{s.name}-p{s.profile['pair']}": s for s in r.ranked if s.profile}
+    if not tags:
+        return []
+    out = []
+    for obj in rundir.logs(run_dir):
+        s = tags.get(obj.get("tag")) if obj.get("kind") == "flamegraph" else None
+        if s is None:
+            continue
+        path = run_dir / flamegraph_name(s.name)
+        try:
+            path.parent.mkdir(exist_ok=True)
+            rundir.write_atomic(path, obj["text"])
+        except OSError as e:
+            raise ExportError(f"{path}: cannot write: {e.strerror}") from e
+        out.append(path)
+    return out

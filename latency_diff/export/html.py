@@ -121,6 +121,10 @@ def render(r: RunResult, svgs: dict[str, str]) -> str:
             parts.append(f"<h2>{html.escape(title)}</h2><div class=\"plot\">{_svg(svgs[name])}</div>")
     for title, text, t in tables.section_tables(r):
         parts += [f"<h2>{html.escape(title)}</h2>", f"<p class=\"note\">{_inline(text)}</p>", table_html(t)]
+        if t[0][-1] == "flame graph":  # the profiles: a link to each server's flame graph
+            parts.append("<p>Flame graphs: " + ", ".join(
+                f'<a href="{html.escape(s.profile["flamegraph"])}">{html.escape(s.name)}</a>'
+                for s in r.ranked if s.profile) + "</p>")
     if r.invalid:
         parts += ["<h2>Invalid servers</h2>", _list([f"**{s.name}**: {s.reason}" for s in r.invalid], "warn")]
     warnings = tables.all_warnings(r)

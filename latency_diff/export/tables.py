@@ -167,6 +167,51 @@ def cost_table(r: RunResult) -> Table:
     return cols, rows, set(range(1, len(cols)))
 
 
+def _per_req(work: dict, key: str, digits: int = 2) -> str:
+    v = work.get(key)
+    if v is None:
+        return "-"
+    return f"{0.0 if abs(v) < 0.5 * 10 ** -digits else v:.{digits}f}"  # no "-0.000"
+
+
+#: System calls a row of the work table names (the most frequent first).
+TOP_SYSCALLS = 4
+
+
+def work_table(r: RunResult) -> Table | None:
+    """Work per request, counted in each server's counting window (docs/method.md "Work per request")."""
+    rows = []
+    for s in r.ranked:
+        if s.work is None:
+            continue
+        w = s.work
+        top = ", ".join(f"{n} {v:.2f}" for n, v in list(w.get("syscall_names", {}).items())[:TOP_SYSCALLS])
+        rows.append([_name(s), _per_req(w, "syscalls"), _per_req(w, "switches"), _per_req(w, "voluntary"),
+                     _per_req(w, "involuntary"), _per_req(w, "migrations", 3), _per_req(w, "page_faults", 3),
+                     _per_req(w, "task_clock_us"), _per_req(w, "threads_ran", 0), top or "-", w["source"]])
+    if not rows:
+        return None
+    cols = ("server", "syscalls/req", "switches/req", "voluntary/req", "involuntary/req", "migrations/req",
+            "page faults/req", "CPU/req (perf) [us]", "threads ran", "top syscalls (per req)", "source")
+    return cols, rows, set(range(1, 9))
+
+
+def profile_table(r: RunResult) -> Table | None:
+    """Where each profiled server's CPU time goes, in microseconds per request (docs/method.md "Profiles")."""
+    from ..profiling import GROUPS
+    rows = []
+    for s in r.ranked:
+        if s.profile is None:
+            continue
+        us_ = s.profile.get("us_per_request") or {}
+        rows.append([_name(s), _mean(s.cpu), *(f"{us_[g]:.2f}" if g in us_ else "-" for g in GROUPS),
+                     f"{s.profile['samples']:,}", s.profile["flamegraph"]])
+    if not rows:
+        return None
+    cols = ("server", "CPU/req [us]", *(f"{g} [us]" for g in GROUPS), "samples", "flame graph")
+    return cols, rows, set(range(1, len(cols) - 1))
+
+
 def client_table(r: RunResult) -> Table | None:
     """ab's and the lean client's diffs side by side: with their intervals they should agree."""
     if not {"ab", "lean"} <= set(r.clients):
@@ -281,6 +326,20 @@ SECTIONS = (
      "(JIT CPU: near zero after the warm-up), over the pair's measured phase; CPU diff: without the JIT threads, minus "
      "the baseline dummy's the same way in the same pair, scaled like the latency diff; CPU ratio: the server's CPU "
      "per request over the dummy's; allocation and GC from the kit's java agent.", cost_table),
+    ("Work per request", "Counted after each server's first measured pair, in the same two processes (its round trips "
+     "not used): system calls, context switches (voluntary: a thread waited; involuntary: it was preempted), CPU "
+     "migrations and page faults per request, over every thread of the process, with the rate of an idle second "
+     "taken off; CPU per request as perf's task-clock; the threads that switched while serving; the most frequent "
+     "system calls. Source perf: perf stat's software events and syscall tracepoints; proc: /proc's per-thread "
+     "switch counts only (no system calls). The dummy's row is the median of every window's baseline side.",
+     work_table),
+    ("Where the time goes", "A CPU profile of each JVM server (async-profiler, CPU time with kernel frames where the "
+     "host allows), taken after its counting window in the same processes: each sample is put in a group by its "
+     "thread and its innermost frames (kernel; the JDK's networking and NIO, or the rest of the JDK; the server's "
+     "library, and for a framework the servers below it; the framework's own code; other libraries; the JVM and "
+     "native code; GC and VM threads; the JIT compiler), and a group's share of the samples times the server's CPU "
+     "per request (from its measured pairs) is its microseconds per request. The flame graph is next to the "
+     "report.", profile_table),
     ("The two clients", "The lean client's and ab's diffs from the same pairs, each scaled to its own reference "
      "baseline round trip; with their intervals they should agree (each client's own cost per request is in both "
      "processes' round trips, and cancels).", client_table),
