@@ -84,6 +84,8 @@ def _module(tmp_path, toml: str):
     ('name = ', "not valid TOML"),
     ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nreference="yes"', "must be true or false"),
     ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nexecutable="../x"', "'executable' must"),
+    ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nmatrix_only=" "', "'matrix_only' must say"),
+    ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nmatrix_only=true', "'matrix_only' must say"),
 ])
 def test_broken_metadata_is_named(tmp_path, toml, message):
     """Each broken server.toml is an error naming the file and the field."""
@@ -97,6 +99,18 @@ def test_a_server_without_pom_needs_an_executable(tmp_path):
     (root / "servers" / "x" / "pom.xml").unlink()
     with pytest.raises(ServerError, match="no pom.xml next to it, so it needs 'executable'"):
         servers.discover(root)
+
+
+def test_a_matrix_only_server_is_left_out_of_all_but_measured_by_name(tmp_path):
+    root = _module(tmp_path, '[[server]]\nname="x"\ndisplay="X"\nthreading="blocking"\nnotes="n"\n'
+                             'matrix_only="an older   release line"\n')
+    found = servers.discover(root)
+    assert found[1].matrix_only == "an older release line"  # whitespace folded, as notes are
+    assert found[1].to_dict()["matrix_only"] == "an older release line"
+    assert [s.name for s in servers.select(found, None)] == ["dummy"]
+    assert [s.name for s in servers.select(found, "all")] == ["dummy"]
+    assert [s.name for s in servers.select(found, "x")] == ["dummy", "x"]
+    assert [s.name for s in servers.select(found, "all,x")] == ["dummy", "x"]
 
 
 def test_a_script_server_runs_under_its_interpreter(tmp_path):
