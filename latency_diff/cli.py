@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             for s in discover():
                 versions = f"  [{s.version_property}: {s.pom_version()}]" if s.version_property else ""
                 print(f"  {s.name:16} {s.threading:16} HTTP/{s.http}  {s.display}{versions}")
+                if s.matrix_only:  # left out of a run of every server
+                    print(f"  {'':16} measured only when named in --servers: {s.matrix_only}")
             return 0
         settings = resolve(args)
         check_ready(settings)

@@ -301,11 +301,11 @@ def check_date_later(port: int, first: Result, host: str = "127.0.0.1") -> str |
 
 
 def check_servers(names: list[str], *, verbose: bool = True, http: str | None = None) -> dict[str, Result]:
-    """Starts the dummy (for its length) and each named server on a free port; checks each with `http`, or
-    with its own HTTP version (server.toml) when None; stops."""
+    """Starts the dummy (for its length) and each named server (none named: every one, matrix_only ones too) on a
+    free port; checks each with `http`, or with its own HTTP version (server.toml) when None; stops."""
     from .process import ServerProcess
     from .servers import discover, select
-    servers = select(discover(), ",".join(names) if names else None)
+    servers = select(discover(), ",".join(names)) if names else discover()
     results: dict[str, Result] = {}
     reference_length: int | None = None
     with tempfile.TemporaryDirectory(prefix="latency-diff-conformance-") as tmp:
@@ -325,7 +325,8 @@ def check_servers(names: list[str], *, verbose: bool = True, http: str | None = 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("servers", nargs="*", help="servers to start and check (default: all); the dummy always")
+    parser.add_argument("servers", nargs="*", help="servers to start and check (default: every one, matrix_only ones "
+                        "too); the dummy always")
     parser.add_argument("--port", type=int, help="check a server already listening on this port instead")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--name", help="the expected Server header (with --port)")

@@ -24,7 +24,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "notes", "baseline", "nonconformant",
            "reference", "executable", "parses_http", "http",
            "runs_on", "interpreter", "script", "install", "version_property", "server_header",
-           "server_header_reason", "binds_every_interface"}
+           "server_header_reason", "binds_every_interface", "matrix_only"}
 #: The oldest JDK the kit's jars run on (they are compiled for release 21).
 MIN_JAVA = 21
 #: The server every other is measured against, unless a head-to-head names another (--compare).
@@ -104,6 +104,10 @@ class Server:
     #: Why it listens on every interface, for a library whose API takes no address (declared, so that the loopback
     #: check expects exactly that); the kit's clients still talk to it over 127.0.0.1 only.
     binds_every_interface: str | None = None
+    #: Why it is measured only when named (--servers, a variant, a benchmark's matrix) and left out of a run of every
+    #: server ("all"): an older release line, say, that the releases matrix measures. It is still discovered, built,
+    #: listed and checked for conformance like any other.
+    matrix_only: str | None = None
 
     @property
     def wire_name(self) -> str:
@@ -189,6 +193,7 @@ class Server:
             "http": self.http, "runs_on": self.runs_on, "interpreter": self.interpreter, "script": self.script,
             "version_property": self.version_property, "server_header": self.server_header,
             "server_header_reason": self.server_header_reason, "binds_every_interface": self.binds_every_interface,
+            "matrix_only": self.matrix_only,
             "variant": None if self.variant is None else {"spec": self.variant.spec, "of": self.variant.of,
                                                           "version": self.variant.version, "jdk": self._variant_jdk(),
                                                           "jvm_flags": list(self.variant.jvm_flags)},
@@ -283,6 +288,9 @@ def _load(path: Path) -> list[Server]:
         everywhere = entry.get("binds_every_interface")
         if everywhere is not None and (not isinstance(everywhere, str) or not everywhere.strip()):
             raise ServerError(f"{where}: 'binds_every_interface' must say why the library cannot bind one address")
+        matrix_only = entry.get("matrix_only")
+        if matrix_only is not None and (not isinstance(matrix_only, str) or not matrix_only.strip()):
+            raise ServerError(f"{where}: 'matrix_only' must say why it is left out of a run of every server")
         prop = entry.get("version_property")
         if prop is not None and (not isinstance(prop, str) or not re.match(r"^[a-z0-9][a-z0-9.-]*$", prop)):
             raise ServerError(f"{where}: 'version_property' must be the name of a Maven property of the module")
@@ -304,6 +312,7 @@ def _load(path: Path) -> list[Server]:
             interpreter=interpreter, script=script, install=install, version_property=prop,
             server_header=header, server_header_reason=" ".join(header_reason.split()) if header_reason else None,
             binds_every_interface=" ".join(everywhere.split()) if everywhere else None,
+            matrix_only=" ".join(matrix_only.split()) if matrix_only else None,
         ))
     return servers
 
@@ -332,9 +341,10 @@ def agent_jar() -> Path:
 
 
 def select(servers: list[Server], names: str | None, variants: list[str] | None = None) -> list[Server]:
-    """The servers named in a comma-separated list (None or 'all': every one), and the variants (variants.py) named
-    there or in `variants`; the baseline ladder (dummy, floor, NIO dummy) is always in, since every report shows
-    it. Raises ServerError (a VariantError for a bad variant)."""
+    """The servers named in a comma-separated list (None or 'all': every one but those marked matrix_only, which are
+    measured only when named), and the variants (variants.py) named there or in `variants`; the baseline ladder
+    (dummy, floor, NIO dummy) is always in, since every report shows it. Raises ServerError (a VariantError for a bad
+    variant)."""
     from . import variants as variant_specs
     by_name = {s.name: s for s in servers}
     tokens = [n.strip() for n in (names or "").split(",") if n.strip()]
@@ -344,9 +354,10 @@ def select(servers: list[Server], names: str | None, variants: list[str] | None 
     unknown = [n for n in plain if n not in by_name]
     if unknown:
         raise ServerError(f"unknown server(s): {', '.join(unknown)}; known: {', '.join(by_name)}")
-    # Every server when --servers names none (--variant adds to them), or names "all".
+    # Every server when --servers names none (--variant adds to them), or names "all"; a matrix_only one only by name.
     everything = "all" in tokens or not tokens
-    chosen = [s for s in servers if everything or s.name in plain or s.baseline or s.reference]
+    chosen = [s for s in servers
+              if (everything and not s.matrix_only) or s.name in plain or s.baseline or s.reference]
     for spec in specs:
         chosen.append(variant_specs.parse(spec, by_name | {s.name: s for s in chosen}))
     return chosen
@@ -398,23 +409,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=("list", "names", "jars", "modules", "check-reactor"),
                         help="list: a table of servers; names: one name a line; jars: the jar of each module; "
-                             "modules: the Maven modules a run of --servers needs and their jars, one a line; "
+                             "modules: the Maven modules a run of --servers needs and their jars, one a line "
+                             "(no --servers: every server's, matrix_only ones too, so that a build builds them); "
                              "check-reactor: check "
                              "that the root pom.xml builds every module folder")
-    parser.add_argument("--servers", metavar="LIST", help="modules: the servers of the run (default: all)")
+    parser.add_argument("--servers", metavar="LIST", help="modules: the servers of the run (default: every one; "
+                        "'all' is a run's all, without the matrix_only ones)")
     args = parser.parse_args(argv)
     try:
         servers = discover()
         if args.what == "list":
             for s in servers:
-                print(f"{s.name:14} {s.threading:16} {s.display}")
+                only = f"  (only when named: {s.matrix_only})" if s.matrix_only else ""
+                print(f"{s.name:14} {s.threading:16} {s.display}{only}")
         elif args.what == "names":
             print("\n".join(s.name for s in servers))
         elif args.what == "jars":
             print("\n".join(dict.fromkeys([*(str(s.jar) for s in servers if s.is_java), str(agent_jar())])))
         elif args.what == "modules":
-            print("\n".join(f"{m} {jar} {options}".rstrip() for m, jar, options in
-                             build_modules(select(servers, args.servers))))
+            chosen = servers if args.servers is None else select(servers, args.servers)
+            print("\n".join(f"{m} {jar} {options}".rstrip() for m, jar, options in build_modules(chosen)))
         else:
             problems = reactor_problems()
             if problems:

@@ -151,7 +151,8 @@ def build_parser(description: str) -> argparse.ArgumentParser:
             for k, v in PROFILES.items())
         + f". Every option is also a variable {ENV_PREFIX}<OPTION> (e.g. {ENV_PREFIX}BUDGET=120, "
           f"{ENV_PREFIX}QUICK=1); a flag wins.")
-    p.add_argument("--servers", metavar="LIST", help="comma-separated server names (default: all); the baseline "
+    p.add_argument("--servers", metavar="LIST", help="comma-separated server names (default: all, but for the "
+                   "matrix_only ones, such as older release lines, measured only when named: see --list); the baseline "
                    "ladder (dummy, floor, dummy-nio) and the null pair are always measured. A name may be a variant: "
                    "undertow@1.0.15.Final (another release), undertow:java=/path/to/jdk (another JDK), "
                    "undertow:jvm=-XX:+UseSerialGC (JVM flags); see --variant")

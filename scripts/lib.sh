@@ -210,11 +210,11 @@ ensure_venv() {
 }
 
 # Builds the jars with the Maven wrapper: those of the Maven modules the given servers need (default: every
-# server), when a module's jar is missing or a source changed since its last successful build (.build/<module>.stamp;
-# Maven leaves an unchanged module's jar as it was, so jar times cannot tell). $1: the Maven goal, "package"
-# (default) or "verify" (every module, with the Java tests, always). $2: "force" to build even when the jars look up
-# to date. $3: a comma-separated server list (run-all.sh's --servers), so that a run of a few servers downloads and
-# builds only what they need.
+# server, matrix_only ones too), when a module's jar is missing or a source changed since its last successful build
+# (.build/<module>.stamp; Maven leaves an unchanged module's jar as it was, so jar times cannot tell). $1: the Maven
+# goal, "package" (default) or "verify" (every module, with the Java tests, always). $2: "force" to build even when
+# the jars look up to date. $3: a comma-separated server list (run-all.sh's --servers), so that a run of a few servers
+# downloads and builds only what they need.
 build_jars() {
   local goal="${1:-package}" force="${2:-}" servers="${3:-}" python="${PYTHON:-python3}"
   local stamps="${KIT_ROOT}/.build" line module jar options stamp reason="" lines=() stale=() stale_options=()
@@ -290,7 +290,8 @@ maven() {
 }
 
 # The servers a run measures, from the arguments: --servers (or LATENCY_DIFF_SERVERS), the variants of --variant
-# (or LATENCY_DIFF_VARIANT), and A and B of --compare; empty for every server.
+# (or LATENCY_DIFF_VARIANT), and A and B of --compare; "all" for a run of every server, which leaves out the
+# matrix_only ones (server.toml), so that it does not build them either.
 servers_arg() {
   local want="" arg extra=()
   while (($#)); do
@@ -310,8 +311,9 @@ servers_arg() {
   if [[ -n "${LATENCY_DIFF_COMPARE:-}" && ${#extra[@]} -eq 0 ]]; then
     IFS='|' read -r -a extra <<<"$LATENCY_DIFF_COMPARE"  # A|B, as the driver reads it
   fi
+  want="${want:-all}"
   if (( ${#extra[@]} )); then
-    want="${want:-all}$(printf ',%s' "${extra[@]}")"
+    want="${want}$(printf ',%s' "${extra[@]}")"
   fi
   echo "$want"
 }

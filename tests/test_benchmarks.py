@@ -161,3 +161,16 @@ def test_a_matrix_compares_one_variant_with_several_rows(tmp_path):
     assert list(data) == ["a against b", "a against c", "a against nope"]
     assert data["a against b"]["variant"] == "a" and data["a against b"]["of"] == "b"
     assert data["a against nope"]["measured"] is False
+
+
+def test_the_releases_matrix_measures_each_older_line_against_todays_release():
+    """The older lines with a module of their own are matrix_only: left out of a run of every server, so this matrix
+    is where they are measured; each is a row's reference (or, for Jetty 10 and 11, a step of 9.4 -> 12.1)."""
+    from latency_diff.servers import discover, select
+    servers, pairs = matrix.plan("releases")
+    chosen = {s.name for s in select(discover(), ",".join(servers))}
+    assert {"netty41", "tomcat9-nio", "jetty10", "jetty11"} <= chosen
+    assert {s.name for s in discover() if s.matrix_only} <= chosen
+    assert pairs[-6:] == [("netty", "netty41"), ("tomcat-nio", "tomcat9-nio"), ("jetty10", "jetty9"),
+                          ("jetty11", "jetty10"), ("jetty", "jetty11"), ("jetty", "jetty9")]
+    assert all(name in chosen for pair in pairs for name in pair)

