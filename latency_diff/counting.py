@@ -140,11 +140,11 @@ class Perf:
         return parse_perf_csv(text)
 
     def close(self) -> None:
-        for fd in (self.ctl_fd, self.ack_fd):
-            try:
+        """Idempotent: a file descriptor closed twice could close another thread's file that reused its number."""
+        fds, self.ctl_fd, self.ack_fd = (self.ctl_fd, self.ack_fd), -1, -1
+        for fd in fds:
+            if fd >= 0:
                 os.close(fd)
-            except OSError:
-                pass
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()

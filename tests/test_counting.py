@@ -78,7 +78,7 @@ def test_without_perf_proc_counts_the_switches(handoff, tmp_path, monkeypatch):
     got = counting.per_request(window)
     assert got["source"] == "proc" and "syscalls" not in got
     assert window["perf_problem"] == "perf is not installed (test)"
-    assert got["switches"] == got["voluntary"] + got["involuntary"]
+    assert got["switches"] == pytest.approx(got["voluntary"] + got["involuntary"], abs=1e-3)
     assert 5 - 0.01 <= got["switches"] <= 7.1
     # /proc/PID/io counts read() and write() calls: 1 + 2N of each a request
     assert got["read_syscalls"] == pytest.approx(5, abs=0.01)
@@ -116,3 +116,19 @@ def test_perf_output_is_read_strictly():
         counting.parse_perf_csv("twelve,,raw_syscalls:sys_enter,1,100.00,,\n")
     with pytest.raises(counting.CountError, match="no counts"):
         counting.parse_perf_csv("# started on a day\n")
+
+
+def test_closing_a_counter_twice_leaves_a_file_that_reused_its_descriptor_open(tmp_path):
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        c = counting.Perf(sleeper.pid, ("context-switches",), None, tmp_path, "t")
+        number = c.ctl_fd  # the lower of its two
+        c.close()
+        other = os.open(tmp_path / "other", os.O_CREAT | os.O_RDWR)  # the lowest free number: the one just closed
+        assert other == number
+        c.close()
+        os.fstat(other)  # still open
+        os.close(other)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
