@@ -121,8 +121,11 @@ PACKAGES = {"io.undertow": ("io/undertow/", "org/xnio/"),
                                         "org/apache/naming/"),
             "io.helidon.webserver": ("io/helidon/",), "org.springframework.boot": ("org/springframework/",),
             "io.quarkus": ("io/quarkus/", "org/jboss/resteasy/"), "com.typesafe.akka": ("akka/",),
-            "net.code-story": ("net/codestory/",), "io.github.robaho": ("robaho/",), "com.sparkjava": ("spark/",),
-            "org.ninjaframework": ("ninja/",), "io.ktor": ("io/ktor/",), "io.micronaut": ("io/micronaut/",)}
+            "net.code-story": ("net/codestory/", "org/simpleframework/"), "io.github.robaho": ("robaho/",),
+            "com.sparkjava": ("spark/",),
+            "org.ninjaframework": ("ninja/",), "io.ktor": ("io/ktor/",), "io.micronaut": ("io/micronaut/",),
+            # the engines a library embeds, as its own: Vert.x's Netty, fluent-http's Simple, NanoHTTPD's old package
+            "io.vertx": ("io/vertx/", "io/netty/"), "org.nanohttpd": ("fi/iki/elonen/", "org/nanohttpd/")}
 JDK_SERVER = ("sun/net/httpserver/", "com/sun/net/httpserver/")
 KIT = ("org/latencydiff/",)
 
