@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import conformance, envinfo, pair, rundir
+from . import conformance, envinfo, pair, rundir, windows
 from .clients import Clients
 from .lanes import Lane
 from .model import NULL_PAIR
@@ -279,12 +279,14 @@ class Run:
             if settings.count_requests and st.server.name not in self.counted:
                 t4 = time.monotonic()
                 self.counted.add(st.server.name)  # one window a server, counted or not (rec.counts says)
-                pair.count(self.ctx, base, srv, rec, http, self.stage, lambda t: self.progress.say(t, transient=True))
+                windows.count(self.ctx, base, srv, rec, http, self.stage,
+                              lambda t: self.progress.say(t, transient=True))
                 seconds["count"] = time.monotonic() - t4
             if settings.profile_requests and st.server.is_java and st.server.name not in self.profiled:
                 t5 = time.monotonic()
                 self.profiled.add(st.server.name)  # one window a server (rec.profile says how it went)
-                pair.profile(self.ctx, base, srv, rec, http, self.stage, lambda t: self.progress.say(t, transient=True))
+                windows.profile(self.ctx, base, srv, rec, http, self.stage,
+                                lambda t: self.progress.say(t, transient=True))
                 seconds["profile"] = time.monotonic() - t5
         except pair.PairFailed as e:
             rec.status, rec.phase, rec.reason = "failed", e.phase, str(e)

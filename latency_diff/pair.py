@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import agent, conformance, counting, lean, paired, profiling, rundir
+from . import agent, conformance, lean, paired, rundir
 from .abparse import parse as parse_ab
 from .clients import Clients
 from .process import ServerProcess, StartError, pin_threads
@@ -182,7 +182,7 @@ def measure(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, plan: 
                 {"base": base.record.response_bytes, "server": srv.record.response_bytes})
         if out.data is not None:
             ctx.writer.block(BlockRecord(rec.server, rec.pair, "lean-pair", out.data, stderr=out.stderr))
-        _check_alive(base, srv)
+        check_alive(base, srv)
         if out.problem:
             raise PairFailed("measure", f"lean client: {out.problem}")
         run = lean.parse_pair(out.data)  # type: ignore[arg-type]
@@ -218,7 +218,7 @@ def _run_length_check(ctx: Context, base: Prepared, srv: Prepared, rec: PairReco
                                           {"base": base.record.response_bytes, "server": srv.record.response_bytes})
     if out.data is not None:
         ctx.writer.block(BlockRecord(rec.server, rec.pair, "lean-check", out.data, stderr=out.stderr))
-    _check_alive(base, srv)
+    check_alive(base, srv)
     if out.problem:
         raise PairFailed("measure", f"lean client (run-length check): {out.problem}")
 
@@ -259,7 +259,7 @@ def _ab_quads(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, quad
             if out.data is not None:
                 ctx.writer.block(BlockRecord(rec.server, rec.pair, "ab", out.data, quad=q, slot=slot, target=target,
                                              stderr=out.stderr))
-            _check_alive(base, srv)
+            check_alive(base, srv)
             if out.problem:
                 who = "the baseline" if target == "base" else rec.server
                 raise PairFailed("measure", f"ab block against {who}: {out.problem}")
@@ -276,79 +276,12 @@ def segment_unit(segment: dict[str, lean.SegmentSide]) -> paired.Unit:
     return paired.Unit(paired.trimmed_mean(b.histogram), paired.trimmed_mean(s.histogram), b.mean_ns, s.mean_ns)
 
 
-def _check_alive(*procs: Prepared) -> None:
+def check_alive(*procs: Prepared) -> None:
     """A crash explains a failed block better than the client's view of it."""
     for p in procs:
         if not p.proc.alive():
             raise PairFailed("measure", f"{p.server.name} exited with status {p.proc.proc.returncode} during the "
                              f"measurement: {p.proc.log_tail(5)}")
-
-
-def count(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, http: str, stage: dict,
-          say: Callable[[str], None]) -> None:
-    """The pair's counting window, after its measured phase: both processes' system calls, switches and faults
-    over an idle second and over --count-requests interleaved requests to each (counting.py); into rec.counts.
-    Its round trips are not used. A client that fails here is on record in rec.counts["problem"]; a process that
-    died raises PairFailed."""
-    stage["phase"] = "count"
-    settings = ctx.settings
-    segment = settings.segment
-    requests = -(-settings.count_requests // segment) * segment
-    say(f"{rec.server} pair {rec.pair}: counting the work of {requests:,} requests to each")
-    problem: list[str] = []
-
-    def serve() -> None:
-        out = ctx.measure_clients.interleaved(base.port, srv.port, http, requests, settings.run_length, segment, 0,
-                                              {"base": base.record.response_bytes,
-                                               "server": srv.record.response_bytes})
-        if out.problem:
-            problem.append(f"lean client: {out.problem}")
-
-    cpu = ctx.prepare_cpu if ctx.prepare_cpu != ctx.measure_cpu else None  # perf itself off the measured CPU
-    try:
-        windows = counting.count_window({"base": base.proc.pid, "server": srv.proc.pid}, requests, serve, cpu)
-    except OSError as e:  # a process that exited meanwhile
-        _check_alive(base, srv)
-        windows, problem = {}, [f"counting: {e}"]
-    _check_alive(base, srv)
-    rec.counts = {**windows, **({"problem": problem[0]} if problem else {})}
-
-
-def profile(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, http: str, stage: dict,
-            say: Callable[[str], None]) -> None:
-    """The pair's profiling window, after its measured phase: async-profiler in the server's JVM while the interleaved
-    client sends --profile-requests to each process (profiling.py). The collapsed stacks and the flame graph go to the
-    run's logs (kinds "profile" and "flamegraph", the server process's tag); rec.profile says how it went. A profiler
-    that fails is on record in rec.profile["problem"]; a process that died raises PairFailed."""
-    stage["phase"] = "profile"
-    settings = ctx.settings
-    segment = settings.segment
-    requests = -(-settings.profile_requests // segment) * segment
-    say(f"{rec.server} pair {rec.pair}: profiling {requests:,} requests")
-    problem: list[str] = []
-
-    def serve() -> None:
-        out = ctx.measure_clients.interleaved(base.port, srv.port, http, requests, settings.run_length, segment, 0,
-                                              {"base": base.record.response_bytes,
-                                               "server": srv.record.response_bytes})
-        if out.problem:
-            problem.append(f"lean client: {out.problem}")
-
-    cpu = ctx.prepare_cpu if ctx.prepare_cpu != ctx.measure_cpu else None
-    rec.profile = {"requests": requests}
-    try:
-        got = profiling.profile(ctx.java, srv.proc.pid, serve, ctx.agent_dir, cpu)
-    except profiling.ProfileError as e:
-        _check_alive(base, srv)
-        rec.profile["problem"] = str(e)
-        return
-    _check_alive(base, srv)
-    tag = srv.record.tag
-    ctx.writer.log("profile", tag, got["collapsed"])
-    ctx.writer.log("flamegraph", tag, got["html"].read_text())
-    got["html"].unlink(missing_ok=True)
-    rec.profile.update(event=got["event"], interval_ns=got["interval_ns"], seconds=got["seconds"], tag=tag,
-                       **({"problem": problem[0]} if problem else {}))
 
 
 def date_check(p: Prepared, stage: dict) -> None:
