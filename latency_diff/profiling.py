@@ -37,7 +37,7 @@ from .process import taskset_prefix
 ASYNC_PROFILER_VERSION = "4.6"
 #: Where scripts/lib.sh puts the native library (by machine: linux-x64, linux-arm64).
 TOOLS = KIT_ROOT / ".tools" / f"async-profiler-{ASYNC_PROFILER_VERSION}"
-#: Sampling interval of CPU time, in nanoseconds: about 20,000 samples over a window's server time.
+#: Sampling interval of CPU time, in nanoseconds: 2,000 to 10,000 samples over a default window (20,000 requests).
 INTERVAL_NS = 100_000
 GROUPS = ("kernel", "JDK networking and NIO", "JDK other", "server library", "framework", "other libraries",
           "JVM and native", "GC and VM", "JIT compiler")

@@ -25,7 +25,7 @@ PROFILES: dict[str, dict] = {
     "default": {"warmup": 100_000, "settle": "queue", "run_length": 256, "segment": 4096, "segments": 8,
                 "pair_warmup": 1000, "ab_quads": 1, "ab_requests": 4_000, "min_pairs": 3, "max_pairs": 40,
                 "budget": 75.0, "check_segments": 2, "count_requests": 20_000,
-                "profile_requests": 50_000},
+                "profile_requests": 20_000},
     # A smoke run: one pair per server, a short segment, no waiting for the JIT (not for comparing).
     "quick": {"warmup": 1_000, "settle": "none", "run_length": 256, "segment": 1024, "segments": 4,
               "pair_warmup": 50, "ab_quads": 1, "ab_requests": 500, "min_pairs": 1, "max_pairs": 1, "budget": 0.0,
@@ -192,7 +192,7 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                    "migrations, page faults, threads that ran: perf stat when it can count here, else /proc); its "
                    "round trips are not used (0: no counting) (default: per profile)")
     p.add_argument("--profile-requests", type=int, metavar="N", help="after each JVM server's first measured pair, "
-                   "profile its CPU time (async-profiler) over N requests to each process: a flame graph and where the "
+                   "profile its CPU time (async-profiler) over N requests to the server: a flame graph and where the "
                    "time goes per request; its round trips are not used (0: no profiling) (default: per profile)")
     p.add_argument("--ab-quads", type=int, metavar="N", help="ABBA quads of ab blocks per pair, the cross-check "
                    "(default: per profile)")
@@ -490,7 +490,7 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
             ("ab", ab, "ab_quads"),
             ("counting", f"{s.count_requests:,} requests to each process after a server's first pair"
              if s.count_requests else "off", "count_requests"),
-            ("profiling", f"{s.profile_requests:,} requests to each process after a JVM server's first pair "
+            ("profiling", f"{s.profile_requests:,} requests to the server after a JVM server's first pair "
              "(async-profiler)" if s.profile_requests else "off", "profile_requests"),
             ("warmup", f"{s.warmup:,} requests per process, then JIT wait: {s.settle}", "warmup"),
             ("pinning", s.pinning, "pinning"), ("client cpu", s.client_cpu, "client_cpu"),

@@ -14,7 +14,8 @@ from .records import PairRecord
 
 def _traffic(ctx: Context, base: Prepared, srv: Prepared, http: str, requests: int
              ) -> tuple[Callable[[], None], list[str]]:
-    """A window's requests (the interleaved client, `requests` to each process), and where a failed client says why."""
+    """A window's requests (the interleaved client, `requests` on each of its two connections: one to each process,
+    or both to the server when `base` is the server), and where a failed client says why."""
     settings, problem = ctx.settings, []
 
     def serve() -> None:
@@ -57,14 +58,15 @@ def count(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, http: st
 
 def profile(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, http: str, stage: dict,
             say: Callable[[str], None]) -> None:
-    """The profiling window: async-profiler in the server's JVM while the interleaved client sends
-    --profile-requests to each process (profiling.py). The collapsed stacks and the flame graph go to the run's logs
+    """The profiling window: async-profiler in the server's JVM while the interleaved client sends it
+    --profile-requests over two connections, both to the server: the dummy's requests would only add time
+    (profiling.py). The collapsed stacks and the flame graph go to the run's logs
     (kinds "profile" and "flamegraph", the server process's tag); rec.profile says how it went. A profiler that
     fails is on record in rec.profile["problem"]; a process that died raises PairFailed."""
     stage["phase"] = "profile"
-    requests = _requests(ctx, ctx.settings.profile_requests)
+    requests = 2 * _requests(ctx, -(-ctx.settings.profile_requests // 2))
     say(f"{rec.server} pair {rec.pair}: profiling {requests:,} requests")
-    serve, problem = _traffic(ctx, base, srv, http, requests)
+    serve, problem = _traffic(ctx, srv, srv, http, requests // 2)
     rec.profile = {"requests": requests}
     try:
         got = profiling.profile(ctx.java, srv.proc.pid, serve, ctx.agent_dir, _tool_cpu(ctx))

@@ -20,9 +20,9 @@ USAGE
 main() {
   local name="${1:-}"
   case "$name" in
-    robustness|design|interleave|warmup|pinning|repeat|matrix|coverage|sensitivity) ;;
+    robustness|design|interleave|warmup|pinning|repeat|matrix|coverage|sensitivity|windows) ;;
     -h|--help) usage; exit 0 ;;
-    *) err "name a benchmark: robustness, design, interleave, warmup, pinning, repeat, matrix, coverage or sensitivity"; usage >&2; exit 2 ;;
+    *) err "name a benchmark: robustness, design, interleave, warmup, pinning, repeat, matrix, coverage, sensitivity or windows"; usage >&2; exit 2 ;;
   esac
   local arg
   for arg in "$@"; do

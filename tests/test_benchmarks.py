@@ -11,7 +11,7 @@ import pytest
 from runs import make_paired_run
 
 from latency_diff import KIT_ROOT, evaluate, injector
-from latency_diff.bench import common, design, interleave, matrix, robustness, warmup
+from latency_diff.bench import common, design, interleave, matrix, robustness, warmup, windows
 from latency_diff.bench.__main__ import main as bench_main
 
 
@@ -174,3 +174,19 @@ def test_the_releases_matrix_measures_each_older_line_against_todays_release():
     assert pairs[-6:] == [("netty", "netty41"), ("tomcat-nio", "tomcat9-nio"), ("jetty10", "jetty9"),
                           ("jetty11", "jetty10"), ("jetty", "jetty11"), ("jetty", "jetty9")]
     assert all(name in chosen for pair in pairs for name in pair)
+
+
+def test_the_windows_benchmark_alternates_its_sides_and_prices_the_windows(tmp_path):
+    assert windows.order(1) == ["with", "without"]
+    assert windows.order(2) == ["with", "without", "without", "with"]
+    runs = [{"side": "with", "minutes": 11.0, "count": 30.0, "profile": 30.0, "run": 660.0},
+            {"side": "without", "minutes": 10.0, "count": 0.0, "profile": 0.0, "run": 600.0},
+            {"side": "without", "minutes": 10.0, "count": 0.0, "profile": 0.0, "run": 600.0},
+            {"side": "with", "minutes": 13.0, "count": 50.0, "profile": 70.0, "run": 780.0}]
+    s = windows.summarize(runs)
+    assert s["minutes"] == {"with": 12.0, "without": 10.0}
+    assert s["extra_wall"] == pytest.approx(0.2)
+    assert s["window_s"] == 90.0 and s["count_s"] == 40.0 and s["profile_s"] == 50.0
+    assert s["extra_records"] == pytest.approx(90.0 / 630.0)
+    with pytest.raises(SystemExit, match="at least 1"):
+        bench_main(["windows", "--pairs", "0", "--results-dir", str(tmp_path)])

@@ -258,6 +258,7 @@ def test_a_run_counts_and_profiles_each_server_after_its_first_pair(tmp_path):
             assert work["syscalls"] >= 1.5, (name, work)
     # the profiles: JVM servers only (not the C floor), with the flame graph next to the report
     assert "profile" in pairs[("undertow", 1)] and "profile" not in pairs[("floor", 1)]
+    assert pairs[("undertow", 1)]["profile"]["requests"] == 4096  # all to the server, over two connections
     prof = summary["undertow"]["profile"]
     assert prof is not None, pairs[("undertow", 1)]["profile"]
     assert prof["samples"] > 0 and abs(sum(prof["shares"].values()) - 1) < 0.01
