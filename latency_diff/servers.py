@@ -25,7 +25,8 @@ _FIELDS = {"name", "display", "library", "threading", "args", "jvm_flags", "note
            "reference", "executable", "parses_http", "http",
            "runs_on", "interpreter", "script", "install", "version_property", "server_header",
            "server_header_reason", "binds_every_interface", "matrix_only"}
-#: The oldest JDK the kit's jars run on (they are compiled for release 21).
+#: The oldest JDK the kit runs on: the driver's JDK, the dummy's and most modules' release (a module's own
+#: <maven.compiler.release> may be older: `Server.java_release`).
 MIN_JAVA = 21
 #: The server every other is measured against, unless a head-to-head names another (--compare).
 BASELINE = "dummy"
@@ -139,6 +140,12 @@ class Server:
             return None
         m = re.search(rf"<{re.escape(self.version_property)}>([^<]+)</", (self.module_dir / "pom.xml").read_text())
         return m.group(1).strip() if m else None
+
+    @property
+    def java_release(self) -> int:
+        """The oldest JDK its jar runs on: its module's <maven.compiler.release>, else the parent pom's (MIN_JAVA)."""
+        m = re.search(r"<maven\.compiler\.release>(\d+)</", (self.module_dir / "pom.xml").read_text())
+        return int(m.group(1)) if m else MIN_JAVA
 
     def library_version(self) -> str | None:
         """The library's version, read from the built jar's lib/ folder (None if not built); for a script, the
@@ -440,4 +447,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Through the package: run as __main__, this module's ServerError is not the one variants.py raises.
+    from latency_diff.servers import main as package_main
+    sys.exit(package_main())

@@ -4,7 +4,7 @@ A variant is written SERVER[@VERSION][:KEY=VALUE[;KEY=VALUE...]]:
 
     undertow@1.0.15.Final                   another release of the library (its module's version property,
                                             e.g. undertow.version), built into a jar of its own
-    undertow:java=/usr/lib/jvm/jdk-21       another JDK (its home, or its java): 21 or newer
+    undertow:java=/usr/lib/jvm/jdk-21       another JDK (its home, or its java): its module's release or newer
     undertow:jvm=-XX:+UseSerialGC           JVM flags after the run's own (a later flag wins)
     undertow:java=/opt/jdk21;jvm=-Xint;name=u21   several at once; name= chooses the row's name
 
@@ -23,7 +23,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from .servers import MIN_JAVA, Server, ServerError, Variant
+from .servers import Server, ServerError, Variant
 
 KEYS = ("java", "jvm", "name")
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -100,9 +100,9 @@ def parse(spec: str, servers: dict[str, Server], default_java: str = "java") -> 
         major = java_major(binary)
         if major is None:
             raise VariantError(f"variant {spec!r}: {settings['java']} is not a JDK (no java there that runs)")
-        if major < MIN_JAVA:
-            raise VariantError(f"variant {spec!r}: {settings['java']} is JDK {major}; the kit's jars need "
-                               f"{MIN_JAVA} or newer")
+        if base.is_java and major < base.java_release:
+            raise VariantError(f"variant {spec!r}: {settings['java']} is JDK {major}; the {base.module} module is "
+                               f"built for release {base.java_release}, so it needs JDK {base.java_release} or newer")
         java = str(binary)
         suffix.append(f"jdk{major}")
         shown.append(f"JDK {major}")

@@ -190,3 +190,29 @@ def test_the_windows_benchmark_alternates_its_sides_and_prices_the_windows(tmp_p
     assert s["extra_records"] == pytest.approx(90.0 / 630.0)
     with pytest.raises(SystemExit, match="at least 1"):
         bench_main(["windows", "--pairs", "0", "--results-dir", str(tmp_path)])
+
+
+def test_the_jdks_matrix_runs_the_core_servers_on_17_21_and_the_runs_own(monkeypatch):
+    monkeypatch.setattr(matrix, "jdk_home", lambda major: f"/jdks/{major}")
+    servers, pairs = matrix.plan("jdks")
+    core = matrix.CORE
+    assert servers == [*core, *(f"{s}:java=/jdks/17" for s in core), *(f"{s}:java=/jdks/21" for s in core)]
+    assert pairs == [*((f"{s}+jdk17", s) for s in core), *((f"{s}+jdk21", s) for s in core),
+                     *((f"{s}+jdk17", f"{s}+jdk21") for s in core)]
+
+
+def test_the_core_servers_modules_are_built_for_jdk_17():
+    """What lets the jdks matrix run them on JDK 17: the release of each core module, its shared code and the agent
+    (the jars' class files, when built, say the same: major version 61)."""
+    import zipfile
+
+    from latency_diff.servers import AGENT_DIR, discover
+    known = {s.name: s for s in discover()}
+    for name in matrix.CORE:
+        assert known[name].java_release == 17, name
+    for jar in [known[n].jar for n in matrix.CORE] + [AGENT_DIR / "target" / "latency-diff-agent.jar"]:
+        if not jar.is_file():
+            continue  # not built here: the release above is what the build uses
+        with zipfile.ZipFile(jar) as z:
+            cls = next(n for n in z.namelist() if n.startswith("org/latencydiff/") and n.endswith(".class"))
+            assert int.from_bytes(z.read(cls)[6:8], "big") == 61, (jar, cls)

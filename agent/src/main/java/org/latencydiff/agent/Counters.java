@@ -1,16 +1,20 @@
 package org.latencydiff.agent;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.RuntimeMXBean;
 import java.lang.management.ThreadMXBean;
+import java.util.function.LongSupplier;
 
 /**
  * The JVM-wide counters the agent reports, read from the platform MXBeans. The driver takes them just
  * before and just after the measured phase; the difference divided by the requests is per request.
  *
- * <p>Allocation is {@code com.sun.management.ThreadMXBean.getTotalThreadAllocatedBytes()} (JDK 21+),
+ * <p>Allocation is {@code com.sun.management.ThreadMXBean.getTotalThreadAllocatedBytes()},
  * not a sum of {@code getThreadAllocatedBytes(id)} over live threads, because only the total sees
  * everything a server allocates (checked by the agent's tests on every build):
  * <ul>
@@ -21,6 +25,10 @@ import java.lang.management.ThreadMXBean;
  *       mounted on, so the total includes them, while the per-thread value of a virtual thread is -1.</li>
  * </ul>
  * {@code threads} is the live platform thread count (virtual threads are not counted; their carriers are).
+ *
+ * <p>The agent is built for release 17, so that the JDK matrix runs servers on JDK 17 with it. The total is looked
+ * up when the agent starts (JDK 17 and later have it); on a JDK without it allocated_bytes is -1 (unknown), never
+ * the live-thread sum.
  */
 final class Counters {
 
@@ -29,8 +37,8 @@ final class Counters {
     /** Readings of the allocation total, 1 ms apart, at most; see {@link #settledAllocatedBytes}. */
     static final int SETTLE_READINGS = 10;
 
-    /** Null where the JVM cannot count allocated bytes: allocated_bytes is then -1. */
-    private final com.sun.management.ThreadMXBean allocation;
+    /** The JVM's allocation total; null where it cannot count allocated bytes: allocated_bytes is then -1. */
+    private final LongSupplier allocation;
     private final ThreadMXBean threads;
     /** An array: a for-each over a List makes an Iterator per query while interpreted. */
     private final GarbageCollectorMXBean[] collectors;
@@ -49,7 +57,7 @@ final class Counters {
             }
             counting = sun;
         }
-        allocation = counting;
+        allocation = counting == null ? null : totalAllocatedBytes(counting);
         collectors = ManagementFactory.getGarbageCollectorMXBeans().toArray(new GarbageCollectorMXBean[0]);
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         compilation = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit : null;
@@ -93,6 +101,26 @@ final class Counters {
                 .toString();
     }
 
+    /** getTotalThreadAllocatedBytes() of the bean, or null on a JDK without it. */
+    static LongSupplier totalAllocatedBytes(com.sun.management.ThreadMXBean bean) {
+        MethodHandle total;
+        try {
+            total = MethodHandles.publicLookup().findVirtual(com.sun.management.ThreadMXBean.class,
+                    "getTotalThreadAllocatedBytes", MethodType.methodType(long.class)).bindTo(bean);
+        } catch (NoSuchMethodException | IllegalAccessException e) {
+            return null;
+        }
+        return () -> {
+            try {
+                return (long) total.invokeExact();
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable e) {
+                throw new IllegalStateException(e);
+            }
+        };
+    }
+
     /**
      * The allocation total once it has stopped moving for 1 ms (or after {@value #SETTLE_READINGS} readings).
      * HotSpot's total briefly misses a thread that is exiting: in a probe on JDK 25, 1.3% of readings taken
@@ -100,8 +128,8 @@ final class Counters {
      * caught up 1 ms later. A thread-per-connection server's thread exits as a block's connection closes,
      * just before the driver reads; an unsettled reading would move that block's bytes into the next one.
      */
-    static long settledAllocatedBytes(com.sun.management.ThreadMXBean allocation) {
-        long last = allocation.getTotalThreadAllocatedBytes();
+    static long settledAllocatedBytes(LongSupplier allocation) {
+        long last = allocation.getAsLong();
         for (int i = 1; i < SETTLE_READINGS; i++) {
             try {
                 Thread.sleep(1);
@@ -109,7 +137,7 @@ final class Counters {
                 Thread.currentThread().interrupt();
                 return last;
             }
-            long now = allocation.getTotalThreadAllocatedBytes();
+            long now = allocation.getAsLong();
             if (now == last) {
                 return now;
             }

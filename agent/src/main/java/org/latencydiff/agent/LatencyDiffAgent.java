@@ -83,8 +83,8 @@ public final class LatencyDiffAgent {
         // which the next start deletes as stale.
         Thread cleanup = new Thread(() -> deleteQuietly(path), THREAD_NAME + "-cleanup");
         Runtime.getRuntime().addShutdownHook(cleanup);
-        Thread thread = Thread.ofPlatform().name(THREAD_NAME).daemon(true)
-                .unstarted(() -> serve(listener, counters));
+        Thread thread = new Thread(() -> serve(listener, counters), THREAD_NAME);
+        thread.setDaemon(true);
         thread.start();
         Running running = new Running(path, listener, thread, cleanup);
         try {

@@ -1,19 +1,21 @@
 package org.latencydiff.agent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 import java.lang.reflect.Proxy;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
+import java.util.function.LongSupplier;
 import org.junit.jupiter.api.Test;
 
 class CountersTest {
 
     /** A ThreadMXBean whose allocation total returns the given readings in turn, the last one forever. */
-    private static com.sun.management.ThreadMXBean readings(List<Long> values, int[] calls) {
+    private static LongSupplier readings(List<Long> values, int[] calls) {
         Deque<Long> left = new ArrayDeque<>(values);
-        return (com.sun.management.ThreadMXBean) Proxy.newProxyInstance(
+        com.sun.management.ThreadMXBean bean = (com.sun.management.ThreadMXBean) Proxy.newProxyInstance(
                 CountersTest.class.getClassLoader(), new Class<?>[] {com.sun.management.ThreadMXBean.class},
                 (proxy, method, args) -> {
                     if (!method.getName().equals("getTotalThreadAllocatedBytes")) {
@@ -22,6 +24,9 @@ class CountersTest {
                     calls[0]++;
                     return left.size() > 1 ? left.poll() : left.peek();
                 });
+        LongSupplier total = Counters.totalAllocatedBytes(bean);
+        assertNotNull(total, "the JDK that runs the tests (21+) has getTotalThreadAllocatedBytes");
+        return total;
     }
 
     @Test

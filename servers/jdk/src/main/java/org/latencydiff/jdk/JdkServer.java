@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import org.latencydiff.Launcher;
 import org.latencydiff.ReferenceResponse;
@@ -39,11 +40,24 @@ public final class JdkServer {
                 }
             });
             if (options.virtualThreads()) {
-                server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
+                server.setExecutor(virtualThreadPerTask());
             }
             // Otherwise no executor: the dispatcher thread runs the handler, as in the 2014 study.
             server.start();
             return server.getAddress().getPort();
         });
+    }
+
+    /**
+     * Executors.newVirtualThreadPerTaskExecutor() of JDK 21, looked up when it is asked for: the module is built for
+     * release 17, so that the JDK matrix can run it on JDK 17 with platform threads.
+     */
+    private static Executor virtualThreadPerTask() {
+        try {
+            return (Executor) Executors.class.getMethod("newVirtualThreadPerTaskExecutor").invoke(null);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("--virtual-threads needs JDK 21 or newer; this is JDK "
+                    + Runtime.version(), e);
+        }
     }
 }
