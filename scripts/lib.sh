@@ -217,7 +217,7 @@ ensure_venv() {
 # downloads and builds only what they need.
 build_jars() {
   local goal="${1:-package}" force="${2:-}" servers="${3:-}" python="${PYTHON:-python3}"
-  local stamps="${KIT_ROOT}/.build" line module jar options stamp reason="" lines=() stale=() stale_options=()
+  local stamps="${KIT_ROOT}/.build" line module jar options stamp reason="" lines=() stale=() stale_options=() clean=""
   (cd "$KIT_ROOT" && "$python" -m latency_diff.servers check-reactor) || die "fix the root pom.xml's <modules> (see above)"
   mapfile -t lines < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers modules ${servers:+--servers "$servers"})
   for line in "${lines[@]}"; do
@@ -228,6 +228,10 @@ build_jars() {
     elif [[ -n "$(cd "$KIT_ROOT" && find pom.xml common "$module" -newer "$stamp" -type f -not -path '*/target/*' \
                    -print -quit)" ]]; then
       stale+=("$module"); stale_options+=("$options"); reason="${reason:-sources of ${module} changed since its last build}"
+      # The compiler recompiles changed sources only: a changed POM (the release, say) needs the classes built anew.
+      if [[ -n "$(cd "$KIT_ROOT" && find pom.xml common/pom.xml "$module/pom.xml" -newer "$stamp" -print -quit)" ]]; then
+        clean=clean
+      fi
     fi
   done
   if [[ "$goal" == verify ]]; then
@@ -236,7 +240,7 @@ build_jars() {
     info "jars are up to date"
     return 0
   fi
-  info "building ${#stale[@]} module(s) with the Maven wrapper (${goal}: ${reason})"
+  info "building ${#stale[@]} module(s) with the Maven wrapper (${clean:+clean }${goal}: ${reason})"
   # Maven 3.9's Guice calls sun.misc.Unsafe, which JDK 24+ warns about on every build; JDK 23+ takes
   # this option to allow it quietly (older JDKs do not know it, and do not warn).
   if (( ${JAVA_MAJOR:-0} >= 23 )); then
@@ -260,7 +264,7 @@ build_jars() {
       fi
     done
     if (( ${#plain[@]} )); then
-      maven -B -q package -DskipTests -pl "$(IFS=,; echo "${plain[*]}")" -am "${skip[@]}"
+      maven -B -q ${clean} package -DskipTests -pl "$(IFS=,; echo "${plain[*]}")" -am "${skip[@]}"
     fi
     for i in "${!stale[@]}"; do
       [[ -n "${stale_options[$i]}" ]] || continue
