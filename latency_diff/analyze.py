@@ -241,7 +241,8 @@ def compare(a: RunResult, b: RunResult) -> tuple[tables.Table, list[str]]:
         if client not in used:
             used.append(client)
         ref = ca.ref
-        change = stats.welch_difference(rb, ra)  # ratio B - ratio A, Welch over both runs' pairs
+        # ratio B - ratio A, Welch over both runs' pairs, each run's sd bounded as in its own interval
+        change = stats.welch_difference(rb, ra, cb.ratio.stdev or 0.0, ca.ratio.stdev or 0.0)
         mean_a, mean_b = statistics.fmean(ra), statistics.fmean(rb)
         diff_a, diff_b = (mean_a - 1) * ref, (mean_b - 1) * ref
         holds_one = ca.ratio.ci95_low is not None and ca.ratio.ci95_low <= 1 <= ca.ratio.ci95_high

@@ -23,7 +23,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -100,7 +100,7 @@ class Run:
         self.dummy = dummy
         self.date_checked: set[str] = set()
         #: Servers whose work per request has been counted (in a counting window after one of their pairs).
-        self.counted: set[str] = set()
+        self.counted: Counter[str] = Counter()
         self.profiled: set[str] = set()
         self.lane = Lane(settings.prepare_cpu is not None)
         #: Stops finished processes (off the measured CPU) while the measuring lane goes on; writes their records.
@@ -276,9 +276,9 @@ class Run:
                 pair.date_check(srv, self.stage)
                 self.date_checked.add(st.server.name)
                 seconds["date_check"] = time.monotonic() - t3
-            if settings.count_requests and st.server.name not in self.counted:
+            if settings.count_requests and self.counted[st.server.name] < settings.count_pairs:
                 t4 = time.monotonic()
-                self.counted.add(st.server.name)  # one window a server, counted or not (rec.counts says)
+                self.counted[st.server.name] += 1  # a window a pair of its first count_pairs, counted or not
                 windows.count(self.ctx, base, srv, rec, http, self.stage,
                               lambda t: self.progress.say(t, transient=True))
                 seconds["count"] = time.monotonic() - t4

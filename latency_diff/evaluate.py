@@ -435,7 +435,8 @@ def evaluate(r: RunResult) -> None:
     ranked = [s for s in r.ranked if not s.baseline]
     for prev, cur in zip(ranked, ranked[1:], strict=False):
         cur.differs_from_previous = (None if len(cur.estimates) < 2 or len(prev.estimates) < 2
-                                     else bool(stats.significantly_different(cur.estimates, prev.estimates)))
+                                     else bool(stats.significantly_different(cur.estimates, prev.estimates,
+                                                                             cur.estimate_sd, prev.estimate_sd)))
     r.scaling = scaling(r)
     _run_warnings(r)
 
@@ -535,10 +536,13 @@ def _costs_of(s: ServerResult, valid: list[Pair], estimates: list, ref_ns: float
 
 
 def _work_of(s: ServerResult, valid: list[Pair]) -> None:
-    """The server's work per request: from its first valid pair with a counting window."""
+    """The server's work per request: its valid pair with a counting window, or the median over several
+    (--count-pairs; work["windows"] says how many); work_pair is the first."""
     counted = [p for p in valid if "server" in p.work]
-    if counted:
+    if len(counted) == 1:
         s.work, s.work_pair = counted[0].work["server"], counted[0].pair
+    elif counted:
+        s.work, s.work_pair = median_work([p.work["server"] for p in counted]), counted[0].pair
     else:
         s.work_problem = next((f"pair {p.pair}: {p.work_problem}" for p in s.pairs if p.work_problem), None)
 

@@ -210,6 +210,14 @@ class ServerResult:
         return c.estimates if c else []
 
     @property
+    def estimate_sd(self) -> float:
+        """The sd of its per-pair scaled diffs that its interval uses, in ns: the headline client's ratio sd (bounded
+        below: docs/method.md "When to stop") at its reference; 0 without an interval. The floor of its sd in a Welch
+        difference with another row."""
+        c = self.clients.get(self.primary)
+        return c.ratio.stdev * c.ref if c is not None and c.ratio.stdev is not None else 0.0
+
+    @property
     def is_variant(self) -> bool:
         return self.variant_of is not None
 

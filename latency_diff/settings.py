@@ -93,6 +93,9 @@ class Settings:
     #: Requests to each process in the counting window after a server's first measured pair (system calls,
     #: switches, faults: counting.py); 0: no counting.
     count_requests: int = 0
+    #: How many of a server's first pairs get a counting window (a server's counts are the median over them); more
+    #: than 1 links a pair's counts to its diff, for a server whose pairs differ.
+    count_pairs: int = 1
     #: Requests to each process in the profiling window after a JVM server's first measured pair (async-profiler:
     #: profiling.py); 0: no profiling.
     profile_requests: int = 0
@@ -120,7 +123,8 @@ class Settings:
             "servers": [s.name for s in self.servers], "profile": self.profile, "warmup": self.warmup,
             "settle": self.settle, "run_length": self.run_length, "segment": self.segment,
             "segments": self.segments, "pair_warmup": self.pair_warmup, "check_segments": self.check_segments,
-            "count_requests": self.count_requests, "profile_requests": self.profile_requests,
+            "count_requests": self.count_requests, "count_pairs": self.count_pairs,
+            "profile_requests": self.profile_requests,
             "ab_quads": self.ab_quads,
             "ab_requests": self.ab_requests, "min_pairs": self.min_pairs, "max_pairs": self.max_pairs,
             "budget_s": self.budget, "precision_pct": self.precision, "precision_floor_us": self.precision_floor,
@@ -191,6 +195,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                    "the work of N requests to each of its two processes (system calls by name, context switches, "
                    "migrations, page faults, threads that ran: perf stat when it can count here, else /proc); its "
                    "round trips are not used (0: no counting) (default: per profile)")
+    p.add_argument("--count-pairs", type=int, metavar="N", help="count after each of a server's first N pairs, not "
+                   "only the first; the server's counts are the median over them, and each pair's are in pairs.jsonl "
+                   "beside its diff (default 1)")
     p.add_argument("--profile-requests", type=int, metavar="N", help="after each JVM server's first measured pair, "
                    "profile its CPU time (async-profiler) over N requests to the server: a flame graph and where the "
                    "time goes per request; its round trips are not used (0: no profiling) (default: per profile)")
@@ -404,6 +411,7 @@ def resolve(args: argparse.Namespace) -> Settings:
         pair_warmup=int(setting(args, "pair_warmup", prof["pair_warmup"], sources, non_negative)),
         check_segments=int(setting(args, "check_segments", prof["check_segments"], sources, non_negative)),
         count_requests=int(setting(args, "count_requests", prof["count_requests"], sources, non_negative)),
+        count_pairs=int(setting(args, "count_pairs", 1, sources, positive)),
         profile_requests=int(setting(args, "profile_requests", prof["profile_requests"], sources, non_negative)),
         ab_quads=int(setting(args, "ab_quads", prof["ab_quads"], sources, non_negative)),
         ab_requests=setting(args, "ab_requests", prof["ab_requests"], sources, positive),
@@ -488,8 +496,9 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
                      + (f"; run-length check: {s.check_segments} segment(s) at runs of {4 * s.run_length}"
                         if s.check_segments else ""), "segments"),
             ("ab", ab, "ab_quads"),
-            ("counting", f"{s.count_requests:,} requests to each process after a server's first pair"
-             if s.count_requests else "off", "count_requests"),
+            ("counting", f"{s.count_requests:,} requests to each process after a server's first "
+             + ("pair" if s.count_pairs == 1 else f"{s.count_pairs} pairs") if s.count_requests else "off",
+             "count_requests"),
             ("profiling", f"{s.profile_requests:,} requests to the server after a JVM server's first pair "
              "(async-profiler)" if s.profile_requests else "off", "profile_requests"),
             ("warmup", f"{s.warmup:,} requests per process, then JIT wait: {s.settle}", "warmup"),

@@ -65,15 +65,18 @@ def summarize(values: list[float]) -> Summary:
     return Summary(mean, median, sd, mean - half, mean + half, n)
 
 
-def welch_difference(a: list[float], b: list[float]) -> Summary:
-    """mean(a) - mean(b) with a Welch 95% interval: b's (the baseline's) uncertainty is propagated.
+def welch_difference(a: list[float], b: list[float], sd_a: float = 0.0, sd_b: float = 0.0) -> Summary:
+    """mean(a) - mean(b) with a Welch 95% interval: b's (the baseline's) uncertainty is propagated. sd_a and sd_b
+    bound each sample's sd from below (a server's interval sd, never below its units' noise nor the run's spread
+    between fresh JVMs: docs/method.md "When to stop"), so that two rows of three tight pairs are not called apart on
+    less evidence than each row's own interval has.
 
     The `stdev` field is the standard error of the difference; `n` is the smaller sample's size.
     """
-    return contrast([(1, a), (-1, b)])
+    return contrast([(1, a, sd_a), (-1, b, sd_b)])
 
 
-def contrast(groups: list[tuple[int, list[float]]]) -> Summary:
+def contrast(groups: list[tuple[int, list[float]]] | list[tuple[int, list[float], float]]) -> Summary:
     """sum(sign * mean(values)) over independent groups, with a 95% interval from the Welch-Satterthwaite
     approximation (Satterthwaite 1946; for two groups this is Welch's t interval). Used for a diff
     (server minus dummy) and for the change of a diff between two runs (four groups).
@@ -81,25 +84,27 @@ def contrast(groups: list[tuple[int, list[float]]]) -> Summary:
     The `stdev` field is the standard error; `median` combines the medians the same way; `n` is the
     smallest group's size.
     """
-    if any(not values for _, values in groups):
+    full = [(g[0], g[1], g[2] if len(g) > 2 else 0.0) for g in groups]
+    if any(not values for _, values, _ in full):
         raise ValueError("every group needs values")
-    mean = sum(sign * statistics.fmean(v) for sign, v in groups)
-    median = sum(sign * statistics.median(v) for sign, v in groups)
-    n = min(len(v) for _, v in groups)
+    mean = sum(sign * statistics.fmean(v) for sign, v, _ in full)
+    median = sum(sign * statistics.median(v) for sign, v, _ in full)
+    n = min(len(v) for _, v, _ in full)
     if n < 2:
         return Summary(mean, median, None, None, None, n)
-    parts = [statistics.variance(v) / len(v) for _, v in groups]
+    parts = [max(statistics.variance(v), floor ** 2) / len(v) for _, v, floor in full]
     se = math.sqrt(sum(parts))
     if se == 0:
         return Summary(mean, median, 0.0, mean, mean, n)
-    df = sum(parts) ** 2 / sum(p ** 2 / (len(v) - 1) for p, (_, v) in zip(parts, groups, strict=True))
+    df = sum(parts) ** 2 / sum(p ** 2 / (len(v) - 1) for p, (_, v, _) in zip(parts, full, strict=True))
     half = t_quantile(0.5 + CONFIDENCE / 2, df) * se
     return Summary(mean, median, se, mean - half, mean + half, n)
 
 
-def significantly_different(a: list[float], b: list[float]) -> bool | None:
-    """Whether two samples' means differ at 95% (Welch's t-test); None when either has < 2 values."""
-    d = welch_difference(a, b)
+def significantly_different(a: list[float], b: list[float], sd_a: float = 0.0, sd_b: float = 0.0) -> bool | None:
+    """Whether two samples' means differ at 95% (Welch's t-test, sds bounded as in welch_difference); None when
+    either has < 2 values."""
+    d = welch_difference(a, b, sd_a, sd_b)
     if d.ci95_low is None:
         return None
     return not (d.ci95_low <= 0 <= d.ci95_high)

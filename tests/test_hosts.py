@@ -7,6 +7,7 @@ import pytest
 from runs import make_paired_run
 
 from latency_diff import analyze, evaluate, hosts
+from latency_diff.export import tables
 
 BASE_NS = 10_000
 DUMMY = (2.0, 1.0, 2.0)  # the dummy's user CPU [us], switches and system calls per request
@@ -58,3 +59,23 @@ def test_the_command_writes_the_comparison(tmp_path, capsys):
     assert "1 of the 1 pairs of servers both tell apart rank the other way round: a/b." in text
     assert "Run 1: no fit (the run did not count system calls and switches)." in text
     assert text == capsys.readouterr().out
+
+
+def test_a_server_counted_in_several_pairs_has_the_median_of_their_counts(tmp_path):
+    """--count-pairs N: a window after each of a server's first N pairs; the row shows the median, each pair keeps
+    its own counts beside its diff."""
+    def pair(syscalls, switches):
+        return {"segments": [(BASE_NS, 12_000)] * 2, "counts": {"server": (syscalls, switches), "base": (2.0, 1.0)}}
+    r = evaluate.build(make_paired_run(tmp_path, {"a": [pair(3.0, 1.0), pair(9.0, 4.0), pair(4.0, 2.0)]}))
+    a = r.server("a")
+    assert a.work["windows"] == 3 and a.work_pair == 1
+    assert (a.work["syscalls"], a.work["switches"]) == (4.0, 2.0)
+    cols, rows, _ = tables.counted_pairs_table(r)
+    assert cols[:6] == ("server", "pair", "diff [us]", "ratio", "syscalls/req", "switches/req")
+    assert [row[1:6] for row in rows] == [["1", "2.00", "1.200", "3.00", "1.00"],
+                                          ["2", "2.00", "1.200", "9.00", "4.00"],
+                                          ["3", "2.00", "1.200", "4.00", "2.00"]]
+    plain = {"segments": [(BASE_NS, 12_000)] * 2}
+    one = evaluate.build(make_paired_run(tmp_path / "one", {"a": [pair(3.0, 1.0), plain]}))
+    assert one.server("a").work["syscalls"] == 3.0 and "windows" not in one.server("a").work
+    assert tables.counted_pairs_table(one) is None

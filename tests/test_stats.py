@@ -41,6 +41,18 @@ def test_significance():
     assert stats.significantly_different([10.0], [20.0, 21.0]) is None
 
 
+def test_a_bounded_sd_keeps_two_tight_rows_from_being_called_apart():
+    """Three pairs each that happen to agree: apart by their own sds (0.1), not by the sd their intervals use (2.0)."""
+    a, b = [10.0, 10.1, 9.9], [12.0, 12.1, 11.9]
+    assert stats.significantly_different(a, b) is True
+    assert stats.significantly_different(a, b, 2.0, 2.0) is False
+    d = stats.welch_difference(a, b, 2.0, 0.0)  # a floor below a sample's own sd changes nothing of it
+    se = math.sqrt(4.0 / 3 + 0.01 / 3)
+    df = se ** 4 / ((4.0 / 3) ** 2 / 2 + (0.01 / 3) ** 2 / 2)
+    from scipy.stats import t
+    assert d.stdev == pytest.approx(se) and d.ci95_high - d.mean == pytest.approx(t.ppf(0.975, df) * se)
+
+
 def test_outliers_by_median_absolute_deviation():
     assert stats.outliers([100.0, 101.0, 99.0, 100.5, 130.0]) == [4]
     assert stats.outliers([100.0, 101.0, 99.0, 100.5, 102.0]) == []

@@ -20,6 +20,7 @@ both rows' pairs, and whether it is significant.
 from __future__ import annotations
 
 import argparse
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +76,7 @@ def plan(kind: str) -> tuple[list[str], list[tuple[str, str]]]:
         servers = [*CORE, *(f"{s}:java={homes[major]}" for major in OTHER_JDKS for s in CORE)]
         # Each older JDK against the run's own; JDK 17 against 21 too, one step at a time.
         pairs = [(f"{s}+jdk{major}", s) for major in OTHER_JDKS for s in CORE]
-        pairs += [(f"{s}+jdk{a}", f"{s}+jdk{b}") for a, b in zip(OTHER_JDKS, OTHER_JDKS[1:]) for s in CORE]
+        pairs += [(f"{s}+jdk{a}", f"{s}+jdk{b}") for a, b in itertools.pairwise(OTHER_JDKS) for s in CORE]
         return servers, pairs
     if kind == "releases":
         lines = {"undertow": UNDERTOW_RELEASES, "jetty9": JETTY9_RELEASES, "tomcat-nio": TOMCAT_RELEASES}
@@ -104,7 +105,7 @@ def comparison(r: RunResult, pairs: list[tuple[str, str]]) -> tuple[tables.Table
             rows.append([name, ref_name, "-", "-", "-", "-", "-", f"not measured: {why}"])
             data[key] = {"variant": name, "of": ref_name, "measured": False, "reason": why}
             continue
-        change = stats.welch_difference(s.estimates, ref.estimates)
+        change = stats.welch_difference(s.estimates, ref.estimates, s.estimate_sd, ref.estimate_sd)
         verdict = tables.change_verdict(change)
         ratio = s.clients[s.primary].ratio.mean / ref.clients[ref.primary].ratio.mean
         rows.append([name, ref_name, tables.us(s.diff.mean), tables.us(ref.diff.mean), tables.us(change.mean),

@@ -196,6 +196,28 @@ def work_table(r: RunResult) -> Table | None:
     return cols, rows, set(range(1, 9))
 
 
+def counted_pairs_table(r: RunResult) -> Table | None:
+    """Each pair's counts beside its diff, for a server counted in several pairs (--count-pairs)."""
+    rows = []
+    for s in r.ranked:
+        c = s.clients.get(s.primary)
+        if s.baseline or c is None:
+            continue
+        counted = [(p, e) for p in s.pairs if p.valid and "server" in p.work
+                   and (e := p.estimate(s.primary)) is not None]
+        if len(counted) < 2:
+            continue
+        for p, e in counted:
+            w = p.work["server"]
+            rows.append([_name(s), str(p.pair), us(e.scaled_ns(c.ref)), f"{e.ratio:.3f}", _per_req(w, "syscalls"),
+                         _per_req(w, "switches"), f"{w.get('syscall_names', {}).get('futex', 0.0):.2f}",
+                         _per_req(w, "threads_ran", 0)])
+    if not rows:
+        return None
+    cols = ("server", "pair", "diff [us]", "ratio", "syscalls/req", "switches/req", "futex/req", "threads ran")
+    return cols, rows, set(range(1, 8))
+
+
 def profile_table(r: RunResult) -> Table | None:
     """Where each profiled server's CPU time goes, in microseconds per request (docs/method.md "Profiles")."""
     from ..profiling import GROUPS
@@ -258,7 +280,7 @@ def head_to_head_table(r: RunResult) -> Table | None:
         rows.append([f"A - dummy ({a.name})", us(-dummy.diff.mean), ci_text(_negated(dummy.diff)),
                      f"{1 / dummy.clients[dummy.primary].ratio.mean:.3f}", str(dummy.diff.n), "-"])
         if len(b.estimates) >= 2 and len(dummy.estimates) >= 2:
-            both = stats.welch_difference(b.estimates, dummy.estimates)
+            both = stats.welch_difference(b.estimates, dummy.estimates, b.estimate_sd, dummy.estimate_sd)
             rows.append([f"B - dummy ({b.name})", us(both.mean), ci_text(both), "-", "-", "-"])
     cols = ("difference", "[us]", "95% CI [us]", "ratio", "pairs", "verdict")
     return cols, rows, {1, 2, 3, 4}
@@ -272,7 +294,7 @@ def variant_table(r: RunResult) -> Table | None:
         base = by_name.get(s.variant_of or "") if s.is_variant else None
         if base is None or len(s.estimates) < 2 or len(base.estimates) < 2:
             continue
-        change = stats.welch_difference(s.estimates, base.estimates)
+        change = stats.welch_difference(s.estimates, base.estimates, s.estimate_sd, base.estimate_sd)
         verdict = change_verdict(change)
         rows.append([s.name, base.name, us(s.diff.mean), us(base.diff.mean), us(change.mean), ci_text(change),
                      f"{change.mean / base.diff.mean:+.0%}" if abs(base.diff.mean) > 1 else "-", verdict])
@@ -291,7 +313,7 @@ def framework_table(r: RunResult) -> Table | None:
         under = by_name.get(s.runs_on or "")
         if under is None or len(s.estimates) < 2 or len(under.estimates) < 2:
             continue
-        over = stats.welch_difference(s.estimates, under.estimates)
+        over = stats.welch_difference(s.estimates, under.estimates, s.estimate_sd, under.estimate_sd)
         rows.append([s.name, under.name, us(s.diff.mean), us(under.diff.mean), us(over.mean), ci_text(over)])
     if not rows:
         return None
@@ -333,6 +355,9 @@ SECTIONS = (
      "system calls. Source perf: perf stat's software events and syscall tracepoints; proc: /proc's per-thread "
      "switch counts only (no system calls). The dummy's row is the median of every window's baseline side.",
      work_table),
+    ("Counted pairs", "For a server counted after several of its pairs (--count-pairs): each pair's diff beside its "
+     "counts, so that a server whose pairs differ shows whether the slower pairs did more work (hand-offs: switches "
+     "and futex calls).", counted_pairs_table),
     ("Where the time goes", "A CPU profile of each JVM server (async-profiler, CPU time with kernel frames where the "
      "host allows), taken after its counting window in the same processes: each sample is put in a group by its "
      "thread and its innermost frames (kernel; the JDK's networking and NIO, or the rest of the JDK; the server's "
