@@ -201,10 +201,19 @@ class Server:
             "version_property": self.version_property, "server_header": self.server_header,
             "server_header_reason": self.server_header_reason, "binds_every_interface": self.binds_every_interface,
             "matrix_only": self.matrix_only,
-            "variant": None if self.variant is None else {"spec": self.variant.spec, "of": self.variant.of,
-                                                          "version": self.variant.version, "jdk": self._variant_jdk(),
-                                                          "jvm_flags": list(self.variant.jvm_flags)},
+            "variant": None if self.variant is None else self._variant_record(),
         }
+
+    def _variant_record(self) -> dict:
+        """What run.json keeps of a variant: a JDK's folder in its spec becomes "<JDK version>", as scrub.py does for
+        the runs recorded before, so that no path of the measuring machine is in the record."""
+        assert self.variant is not None
+        jdk, spec = self._variant_jdk(), self.variant.spec
+        if self.variant.java:
+            home = str(Path(self.variant.java).parent.parent)
+            spec = spec.replace(home, f"<JDK {(jdk or {}).get('java.runtime.version', 'unknown')}>")
+        return {"spec": spec, "of": self.variant.of, "version": self.variant.version, "jdk": jdk,
+                "jvm_flags": list(self.variant.jvm_flags)}
 
 
 def _program_version(program: str) -> str | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from latency_diff import KIT_ROOT, scrub
 
 
@@ -41,3 +43,17 @@ def test_no_committed_run_names_a_path_of_the_machine_that_made_it():
         found = [x for x in strings(json.loads(path.read_text())) if x.startswith("/")
                  and x not in scrub.CONTAINER_MARKERS]
         assert found == [], f"{path.relative_to(KIT_ROOT)}: {found[:3]}"
+
+
+def test_a_fresh_jdk_variant_is_recorded_without_its_folder():
+    import os
+
+    from latency_diff import variants
+    from latency_diff.servers import discover
+    home = os.environ.get("JAVA_HOME")
+    if not home:
+        pytest.skip("needs JAVA_HOME (scripts/test.sh sets it)")
+    v = variants.parse(f"undertow:java={home}", {s.name: s for s in discover()})
+    record = v.to_dict()["variant"]
+    assert home not in json.dumps(record) and record["spec"].startswith("undertow:java=<JDK ")
+    assert record["jdk"]["java.runtime.version"] in record["spec"]
