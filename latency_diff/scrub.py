@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -70,6 +71,11 @@ def scrub(run: dict, describe: Callable[[str], dict] = describe_java) -> list[st
             home = str(Path(java).parent.parent)
             variant["spec"] = str(variant.get("spec", "")).replace(home, f"<JDK {version}>")
             changed.append(f"{server.get('name')}: variant java {version}")
+        elif "java=/" in str(variant.get("spec", "")):  # recorded with its JDK's version but the folder in its spec
+            info = variant.get("jdk") or {}
+            version = info.get("java.runtime.version") or "unknown"
+            variant["spec"] = re.sub(r"java=/[^;]*", f"java=<JDK {version}>", variant["spec"])
+            changed.append(f"{server.get('name')}: variant spec, JDK {version}")
     return changed
 
 

@@ -36,6 +36,10 @@ def test_scrub_takes_the_paths_out_and_keeps_versions():
     assert changed == ["settings.results_dir: results/matrix-jdks-1/run", "env.jdk.java.home: removed",
                        "env.jdk.java: removed", "undertow+jdk21: variant java 21.0.8+9"]
     assert scrub.scrub(run) == []  # done once, nothing more to do
+    half = {"servers": [{"name": "u+jdk17", "variant": {"spec": "undertow:java=/x/jdk17/rt;jvm=-Xint",
+                                                        "jdk": {"java.runtime.version": "17.0.9+9"}}}]}
+    assert scrub.scrub(half) == ["u+jdk17: variant spec, JDK 17.0.9+9"]
+    assert half["servers"][0]["variant"]["spec"] == "undertow:java=<JDK 17.0.9+9>;jvm=-Xint"
 
 
 def test_no_committed_run_names_a_path_of_the_machine_that_made_it():
