@@ -161,8 +161,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                    "undertow@1.0.15.Final (another release), undertow:java=/path/to/jdk (another JDK), "
                    "undertow:jvm=-XX:+UseSerialGC (JVM flags); see --variant")
     p.add_argument("--variant", metavar="SPEC", action="append", help="a variant to measure as a server of its own, "
-                   "SERVER[@VERSION][:KEY=VALUE[;KEY=VALUE]] with KEY java (a JDK 21+), jvm (flags) or name (its "
-                   "row's name); may be given again (the variable: several separated by |)")
+                   "SERVER[@VERSION][:KEY=VALUE[;KEY=VALUE]] with KEY java (a JDK, at least its module's release: "
+                   "17 for the core servers, 21 for the rest), jvm (flags) or name (its row's name); may be given "
+                   "again (the variable: several separated by |)")
     p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="head to head: measure B (a server or a variant) "
                    "against A in process pairs, A taking the dummy's place (the dummy is measured against A too, and "
                    "a second A process is the null pair); the report gives B - A with its interval and whether it is "
