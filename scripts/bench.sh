@@ -20,9 +20,9 @@ USAGE
 main() {
   local name="${1:-}"
   case "$name" in
-    robustness|design|interleave|warmup|pinning|repeat|matrix|coverage|sensitivity|windows) ;;
+    robustness|design|interleave|warmup|pinning|repeat|matrix|coverage|sensitivity|windows|independent) ;;
     -h|--help) usage; exit 0 ;;
-    *) err "name a benchmark: robustness, design, interleave, warmup, pinning, repeat, matrix, coverage, sensitivity or windows"; usage >&2; exit 2 ;;
+    *) err "name a benchmark: robustness, design, interleave, warmup, pinning, repeat, matrix, coverage, sensitivity, windows or independent"; usage >&2; exit 2 ;;
   esac
   local arg
   for arg in "$@"; do

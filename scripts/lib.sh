@@ -125,7 +125,7 @@ build_native() {
   local force="${1:-}" out="${KIT_ROOT}/native/build" prog stale
   local cflags=(-O2 -std=gnu11 -Wall -Wextra -Werror -pthread)
   mkdir -p "$out"
-  for prog in lean floor; do
+  for prog in lean floor abba; do
     stale=""
     if [[ ! -x "${out}/${prog}" || "$force" == force ]]; then
       stale=1

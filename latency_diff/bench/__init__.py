@@ -10,6 +10,7 @@
     coverage    K default runs: how often each run's 95% interval holds the median over runs (us diff and ratio)
     sensitivity each choice of the method (run length, warm-up, JIT wait, ...) against the default, by ratio
     windows     what counting and profiling cost: the same pairs with their windows and without
+    independent the kit's ratio against a measurement made apart from it (own client, statistics, processes)
 
 Targets are measured here and in committed runs, never in tests. Each writes results/<name>-<time>/.
 """

@@ -7,11 +7,23 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT
-from . import coverage, design, interleave, matrix, pinning, repeat, robustness, sensitivity, warmup, windows
+from . import (
+    coverage,
+    design,
+    independent,
+    interleave,
+    matrix,
+    pinning,
+    repeat,
+    robustness,
+    sensitivity,
+    warmup,
+    windows,
+)
 
 BENCHMARKS = {"robustness": robustness, "design": design, "interleave": interleave, "warmup": warmup,
               "pinning": pinning, "repeat": repeat, "matrix": matrix, "coverage": coverage,
-              "sensitivity": sensitivity, "windows": windows}
+              "sensitivity": sensitivity, "windows": windows, "independent": independent}
 
 
 def main(argv: list[str] | None = None) -> int:

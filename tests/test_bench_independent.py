@@ -1,0 +1,91 @@
+"""The independent benchmark's own client (native/abba.c) against real and faulty servers, and its statistics on
+hand-worked numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+import pytest
+
+from latency_diff import conformance
+from latency_diff.bench import independent
+from latency_diff.process import ServerProcess
+from latency_diff.servers import discover
+
+FLOOR = next(s for s in discover() if s.name == "floor")
+
+
+def _abba(tmp_path, port_a: int, port_b: int, *, quads: int = 5, run: int = 16, warmup: int = 40):
+    request = tmp_path / "request.bin"
+    request.write_bytes(conformance.ab_request("127.0.0.1", port_a))
+    proc = subprocess.run([str(independent.ABBA), "--port-a", str(port_a), "--port-b", str(port_b), "--request",
+                           str(request), "--run", str(run), "--quads", str(quads), "--warmup", str(warmup),
+                           "--timeout-ms", "2000"], capture_output=True, text=True, timeout=60)
+    return proc, json.loads(proc.stdout)
+
+
+@pytest.fixture
+def floors(tmp_path):
+    with ServerProcess(FLOOR, 0, tmp_path / "a.log") as a, ServerProcess(FLOOR, 0, tmp_path / "b.log") as b:
+        yield a.start(), b.start()
+
+
+def test_abba_times_every_run_and_counts_every_response(tmp_path, floors):
+    proc, out = _abba(tmp_path, *floors, quads=5, run=16, warmup=40)
+    assert proc.returncode == 0, proc.stderr
+    assert independent.check(out, 40, 5, 16) is None
+    for side in ("a", "b"):
+        assert out[side]["completed"] == 40 + 2 * 5 * 16  # warm-up included
+        assert len(out[side]["run_ns"]) == 10 and min(out[side]["run_ns"]) > 0
+    # The floor's response: its head and the 10-byte body.
+    assert out["a"]["response_bytes"] == out["b"]["response_bytes"] > 10
+    # Two floors: the ratio is near 1 (generous: the machine may be busy), and it is B's time over A's.
+    assert 0.5 < independent.pair_ratio(out) < 2.0
+    assert independent.pair_ratio(out) == pytest.approx(sum(out["b"]["run_ns"]) / sum(out["a"]["run_ns"]))
+    # A check that expects other counts fails.
+    assert "responses" in independent.check(out, 41, 5, 16)
+
+
+@pytest.mark.parametrize(("mode", "expect"), [
+    ("status-500", "non-2xx"),
+    ("alternate-length", "another length"),
+    ("close-after-3", "closed the connection"),
+    ("trailing-bytes", "after a response"),
+])
+def test_abba_makes_a_pair_invalid_for_each_fault(tmp_path, floors, misbehaving, mode, expect):
+    proc, out = _abba(tmp_path, floors[0], misbehaving(mode), quads=2, run=4, warmup=4)
+    assert expect in independent.check(out, 4, 2, 4)
+    assert proc.returncode == (1 if out["error"] else 0)
+
+
+def test_abba_refuses_a_bad_command_line(tmp_path):
+    proc = subprocess.run([str(independent.ABBA), "--port-a", "1", "--quads", "-3"], capture_output=True, text=True,
+                          timeout=10)
+    assert proc.returncode == 2 and "whole number" in proc.stderr
+    proc = subprocess.run([str(independent.ABBA), "--help"], capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 0 and "A B B A" in proc.stdout
+
+
+def test_geometric_mean_and_its_interval():
+    # logs of 1, e, e^2: mean 1, sd 1; t(0.975, 2) = 4.302653; half = 4.302653 / sqrt(3) = 2.484138.
+    s = independent.geometric([1.0, math.e, math.e ** 2])
+    assert s.mean == pytest.approx(math.e)
+    assert s.ci95_low == pytest.approx(math.exp(1 - 2.484138), rel=1e-5)
+    assert s.ci95_high == pytest.approx(math.exp(1 + 2.484138), rel=1e-5)
+    assert independent.geometric([2.0]).ci95_low is None
+
+
+def test_compare_pools_rounds_and_bounds_the_kits_sd():
+    from latency_diff.stats import Summary
+    ratio = Summary(2.0, 2.0, 0.01, 1.9, 2.1, 3)
+    # Kit pairs 2.00, 2.02, 1.98 and 2.01, 1.99, 2.00 (mean 2.0); independent 2.10, 2.12, 2.08, 2.10 (mean 2.1).
+    kit = [([2.00, 2.02, 1.98], 0.01, ratio), ([2.01, 1.99, 2.00], 0.01, ratio)]
+    c = independent.compare(kit, [[2.10, 2.12], [2.08, 2.10]])
+    assert (c["kit_pairs"], c["independent_pairs"]) == (6, 4)
+    assert c["difference"] == pytest.approx(-0.1) and not c["agrees"]
+    assert c["pct"] == pytest.approx(-100 * 0.1 / 2.1)
+    # A kit interval whose sd was bounded at 0.2 (its runs' spread) makes the same means agree.
+    wide = [(r, 0.2, ratio) for r, _, _ in kit]
+    assert independent.compare(wide, [[2.10, 2.12], [2.08, 2.10]])["agrees"]
