@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,8 @@ from .settings import Settings
 MIN_FREE_BYTES = 1 << 20  # a pair's records are ~10-100 KB compressed, a server log a few KB
 #: Processes the preparing lane may have ready (or under way) beyond the one being measured.
 LOOKAHEAD = 2
+#: While the measured CPU waits for a preparation, the process being prepared is lent it this often (--lend-cpu).
+LEND_POLL_S = 0.25
 #: Preparation times kept for the segments of the next pairs (schedule.Schedule.segments).
 RECENT_PREPARATIONS = 8
 
@@ -195,6 +198,12 @@ class Run:
         """The item's prepared process; an interrupt while waiting is reported where the preparation was."""
         self.waiting_for = item
         try:
+            if self.settings.lend_cpu and self.lane.ahead:
+                last = time.monotonic()
+                while not futures.wait([future], timeout=LEND_POLL_S).done:
+                    now = time.monotonic()
+                    pair.lend(self.ctx, now - last)
+                    last = now
             return future.result()
         except (KeyboardInterrupt, Interrupted):
             self.stopped_at = self.stopped_at or dict(item.stage)

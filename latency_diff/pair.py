@@ -23,7 +23,7 @@ from pathlib import Path
 from . import agent, conformance, lean, paired, rundir
 from .abparse import parse as parse_ab
 from .clients import Clients
-from .process import ServerProcess, StartError, pin_threads
+from .process import ServerProcess, StartError, allow_cpus, pin_threads
 from .records import BlockRecord, CostRecord, PairRecord, ProcessRecord
 from .samplers import Sample, delta
 from .servers import Server
@@ -76,6 +76,9 @@ class Context:
     running: list[ServerProcess] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
+    #: The process the preparing lane is working on, and per process the seconds it was lent the measured CPU.
+    preparing: ServerProcess | None = None
+    lent: dict[int, float] = field(default_factory=dict)
 
     def stop_everything(self) -> None:
         self.stopping.set()
@@ -101,6 +104,7 @@ def prepare(ctx: Context, server: Server, port: int, tag: str, *, reference_leng
                          java=ctx.java)
     with ctx.lock:
         ctx.running.append(proc)
+        ctx.preparing = proc
     try:
         if ctx.stopping.is_set():
             raise PairFailed("start", "the run is stopping")
@@ -130,10 +134,33 @@ def prepare(ctx: Context, server: Server, port: int, tag: str, *, reference_leng
     except BaseException:
         stop(ctx, proc, tag)  # a failed start, check or warm-up leaves nothing running
         raise
+    finally:
+        with ctx.lock:
+            if ctx.preparing is proc:
+                ctx.preparing = None
+
+
+def lend(ctx: Context, seconds: float) -> None:
+    """While the measured CPU waits for the preparing lane (nothing is measured): the process being prepared may run
+    on both CPUs, so that its JIT compiles beside its warm-up. hand_over pins it to the measured CPU alone. `seconds`:
+    the wait since the last call, added to the process's lent time (its record's lent_s)."""
+    if ctx.prepare_cpu is None or ctx.measure_cpu is None or ctx.prepare_cpu == ctx.measure_cpu:
+        return
+    with ctx.lock:
+        proc = ctx.preparing
+    pid = proc.pid if proc is not None else None
+    if pid is None:
+        return
+    try:
+        allow_cpus(pid, {ctx.prepare_cpu, ctx.measure_cpu})
+    except OSError:  # it ended: its preparation says why
+        return
+    ctx.lent[pid] = ctx.lent.get(pid, 0.0) + seconds
 
 
 def hand_over(ctx: Context, p: Prepared) -> None:
-    """Moves every thread of a prepared process to the measured CPU. Raises PairFailed."""
+    """Moves every thread of a prepared process to the measured CPU (also those lent it). Raises PairFailed."""
+    p.record.lent_s = round(ctx.lent.pop(p.proc.pid, 0.0), 3) if p.proc.pid is not None else 0.0
     cpu = ctx.measure_cpu
     if cpu is not None and cpu != ctx.prepare_cpu:
         try:

@@ -51,6 +51,17 @@ def pin_threads(pid: int, cpu: int, passes: int = 5) -> None:
     raise OSError(f"process {pid} kept starting threads on other CPUs after {passes} passes")
 
 
+def allow_cpus(pid: int, cpus: set[int]) -> None:
+    """Lets every thread of a running process run on these CPUs (one pass: a thread started meanwhile by one not yet
+    changed keeps the old mask until the next call). Raises OSError when the process is gone."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            if os.sched_getaffinity(int(tid)) != cpus:
+                os.sched_setaffinity(int(tid), cpus)
+        except ProcessLookupError:  # the thread ended
+            continue
+
+
 class ServerProcess:
     """One running server. Use as a context manager so that it is always stopped."""
 

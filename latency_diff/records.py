@@ -63,6 +63,8 @@ class ProcessRecord:
     #: Start, conformance check and warm-up, in seconds.
     prepare_s: float | None = None
     exit_status: int | None = None
+    #: Seconds of its preparation in which it could also run on the measured CPU, which waited for it (--lend-cpu).
+    lent_s: float = 0.0
 
 
 @dataclass

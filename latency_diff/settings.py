@@ -88,6 +88,9 @@ class Settings:
     #: Seconds a prepared server process is held idle after its warm-up, at least, before it is measured (a
     #: method check, `bench.sh sensitivity`; 0: measured as soon as its turn comes).
     hold: float = 0.0
+    #: While the measured CPU waits for the preparing lane, the process being prepared may run on it too (its
+    #: threads are pinned back to one CPU when it is handed over): shared pinning with preparing ahead only.
+    lend_cpu: bool = True
     #: Segments per pair of the run-length check (the interleaved client at 4x the run length); 0: none.
     check_segments: int = 0
     #: Requests to each process in the counting window after a server's first measured pair (system calls,
@@ -133,7 +136,7 @@ class Settings:
             "jvm_flags": self.jvm_flags, "results_dir": _portable(self.results_dir),
             "start_timeout_s": self.start_timeout,
             "allow_concurrent": self.allow_concurrent, "sources": self.sources, "compare": self.compare,
-            "hold_s": self.hold,
+            "hold_s": self.hold, "lend_cpu": self.lend_cpu,
             **({"left_out": self.left_out, "left_out_reason": self.left_out_reason} if self.left_out else {}),
             **({"notes": self.notes} if self.notes else {}),
         }
@@ -213,6 +216,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--prepare-ahead", choices=("auto", "on", "off"), help="start and warm up the next pair's "
                    "processes on another CPU while the measured CPU measures (auto: under shared pinning when a "
                    "second CPU is usable) (default auto)")
+    p.add_argument("--lend-cpu", choices=("on", "off"), help="while the measured CPU waits for the next prepared "
+                   "process, let that process run on both CPUs (nothing is measured meanwhile; it is pinned to the "
+                   "measured CPU when handed over) (default on)")
     p.add_argument("--hold", type=float, metavar="S", help="hold each prepared server process idle for at least S "
                    "seconds after its warm-up before it is measured: a check of the method (bench.sh sensitivity), "
                    "not for ranking (default 0)")
@@ -434,6 +440,7 @@ def resolve(args: argparse.Namespace) -> Settings:
         allow_concurrent=setting(args, "allow_concurrent", False, sources, parse_bool),
         sources=sources, compare=[x.name for x in servers[:2]] if compare else None,
         hold=setting(args, "hold", 0.0, sources, non_negative),
+        lend_cpu=setting(args, "lend_cpu", "on", sources, _choice(("on", "off"), "lend-cpu mode")) == "on",
     )
     if s.max_pairs < s.min_pairs:
         raise RunError(f"--max-pairs {s.max_pairs} is below --min-pairs {s.min_pairs}")
@@ -506,8 +513,8 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
             ("pinning", s.pinning, "pinning"), ("client cpu", s.client_cpu, "client_cpu"),
             ("server cpu", s.server_cpu, "server_cpu"),
             ("prepare cpu", "none: processes are prepared on the measured CPU" if s.prepare_cpu is None
-             else f"{s.prepare_cpu}: the next processes start and warm up there while CPU {s.server_cpu} measures",
-             "prepare_ahead"),
+             else f"{s.prepare_cpu}: the next processes start and warm up there while CPU {s.server_cpu} measures"
+             + ("; and on both CPUs while it waits for them" if s.lend_cpu else ""), "prepare_ahead"),
             ("ports", f"{s.port}-{s.port + 8}, each process the next free one in turn", "port"),
             ("jvm flags", " ".join(s.jvm_flags), "jvm_flags"), ("java", java, "java"),
             ("start timeout", f"{s.start_timeout:.0f} s", "start_timeout"),

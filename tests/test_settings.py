@@ -84,3 +84,9 @@ def test_http_11_says_that_ab_is_dropped(monkeypatch):
     assert s.notes == ["--http 1.1: the lean client alone measures (ab speaks HTTP/1.0 only)"]
     assert s.to_dict()["notes"] == s.notes
     assert "notes" not in resolve(["--servers", "undertow"], monkeypatch).to_dict()
+
+
+def test_lend_cpu_is_on_by_default_and_can_be_turned_off(monkeypatch):
+    assert resolve([], monkeypatch).lend_cpu is True
+    assert resolve(["--lend-cpu", "off"], monkeypatch).lend_cpu is False
+    assert resolve([], monkeypatch, LATENCY_DIFF_LEND_CPU="off").lend_cpu is False

@@ -69,6 +69,8 @@ CONFIGS: dict[str, Config] = {
                            "held idle for 30 s (against client-lean: does idling alone move the ratio?)"),
     "prepare-ahead-off": Config(("--prepare-ahead", "off"), "no preparing ahead: each pair's processes start and warm "
                                                            "up on the measured CPU (default: on the other CPU)"),
+    "lend-off": Config(("--lend-cpu", "off"), "the measured CPU not lent to the process being prepared while it "
+                                             "waits for it (default: lent)"),
     "segments-4": Config(("--segments", "4"), "4 segments in a first pair (default 8; later pairs adapt)"),
     "segments-16": Config(("--segments", "16"), "16 segments in a first pair (default 8; later pairs adapt)"),
     "min-pairs-6": Config(("--min-pairs", "6"), "at least 6 process pairs per server (default 3)"),
