@@ -176,3 +176,14 @@ def test_help_works_without_the_analysis_packages():
                        text=True, cwd=firstrun.KIT_ROOT)
     assert r.returncode == 0, r.stderr
     assert "--servers SERVERS" in r.stdout and "--keep" in r.stdout
+
+
+def test_lock_holder_names_the_pid_of_a_run_that_holds_the_drivers_lock(tmp_path):
+    import fcntl
+    lock = tmp_path / "latency-diff.lock"
+    assert firstrun.lock_holder(lock) is None  # no file: nobody
+    lock.write_text("4242")
+    assert firstrun.lock_holder(lock) is None  # a file nobody holds: a run that ended
+    with lock.open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert firstrun.lock_holder(lock) == "4242"

@@ -22,6 +22,7 @@ results/firstrun-<UTC time>/; the temporary clone and HOME are deleted unless --
 from __future__ import annotations
 
 import argparse
+import fcntl
 import lzma
 import os
 import platform
@@ -180,6 +181,20 @@ def check_tree(allow_dirty: bool) -> str:
         print(f"firstrun: warning: {len(untracked)} untracked file(s) are not in the clone (e.g. {untracked[0]}); "
               "commit them if the run needs them", file=sys.stderr)
     return head
+
+
+def lock_holder(lock: Path) -> str | None:
+    """The pid written in the driver's lock file when another run holds it, else None. The clone's driver would
+    refuse to start beside it, after minutes of set-up."""
+    if not lock.is_file():
+        return None
+    with lock.open("r") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return f.read().strip() or "unknown"
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return None
 
 
 def clean_env(home: Path) -> tuple[dict[str, str], list[str]]:
@@ -367,6 +382,12 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
     if not (KIT_ROOT / "scripts" / "run-all.sh").is_file():
         raise SystemExit(f"firstrun: error: no scripts/run-all.sh under {KIT_ROOT}")
     head = check_tree(args.allow_dirty)
+    # The driver's lock (latency_diff/cli.py), where the clone's driver looks for it: LATENCY_DIFF_* is dropped.
+    holder = lock_holder(Path(tempfile.gettempdir()) / "latency-diff.lock")
+    if holder and "--allow-concurrent" not in driver_args:
+        raise SystemExit(f"firstrun: error: another latency-diff run is going (pid {holder}); the clone's driver would "
+                         "refuse to start after its set-up. Wait for it, or pass --allow-concurrent (both runs are "
+                         "then disturbed, and the time is not a newcomer's).")
     cmd = command(args.servers, args.profile, driver_args)
     tmp = Path(tempfile.mkdtemp(prefix="latency-diff-firstrun-"))
     clone, home = tmp / "clone", tmp / "home"
