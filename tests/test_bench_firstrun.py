@@ -122,7 +122,9 @@ def test_the_environment_is_this_one_with_an_empty_home_and_no_pointers_to_other
     assert env["HOME"] == str(tmp_path) and env["JAVA_HOME"] == "/opt/some-jdk"
     assert env["PIP_CERT"] == "/etc/ssl/certs/ca.crt"  # how to reach PyPI, not a store of packages
     assert {"PIP_FIND_LINKS", "MAVEN_OPTS", "LATENCY_DIFF_BUDGET"} <= set(dropped)
-    assert not {"PIP_FIND_LINKS", "MAVEN_OPTS", "LATENCY_DIFF_BUDGET"} & set(env)
+    assert not {"PIP_FIND_LINKS", "LATENCY_DIFF_BUDGET"} & set(env)
+    # Maven's JVM reads user.home from the account, not $HOME: pointed at the empty folder, the other options gone.
+    assert env["MAVEN_OPTS"] == f"-Duser.home={tmp_path}"
     assert env["PATH"].split(os.pathsep)[-1] == os.environ["PATH"].split(os.pathsep)[-1]
 
 
@@ -187,3 +189,15 @@ def test_lock_holder_names_the_pid_of_a_run_that_holds_the_drivers_lock(tmp_path
     with lock.open("a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         assert firstrun.lock_holder(lock) == "4242"
+
+
+def test_received_bytes_add_every_interface_but_the_loopback():
+    net_dev = """Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier
+    lo: 314651165744 1250756187    0    0    0     0          0         0 314651165744 1250756187    0    0    0     0
+  ifb0:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0
+  eth0: 1716111252   57467    0    0    0     0          0         0  4688775   39809    0    0    0     0       0
+  eth1:1000 5 0 0 0 0 0 0 7 1 0 0 0 0 0 0
+"""
+    # eth0's 1,716,111,252 and eth1's 1,000 (written without a space after the colon); lo's left out.
+    assert firstrun.received_bytes(net_dev) == 1_716_112_252

@@ -157,6 +157,24 @@ def size_mb(path: Path) -> float | None:
     return round(total / 1e6, 1)
 
 
+def received_bytes(net_dev: str) -> int:
+    """Bytes received by the interfaces of a /proc/net/dev text, the loopback left out (the run's own requests)."""
+    total = 0
+    for line in net_dev.splitlines()[2:]:
+        name, _, fields = line.partition(":")
+        if name.strip() != "lo" and fields.split():
+            total += int(fields.split()[0])
+    return total
+
+
+def network_received() -> int | None:
+    """This machine's (or container's) received bytes so far, or None where /proc/net/dev is missing."""
+    try:
+        return received_bytes(Path("/proc/net/dev").read_text())
+    except OSError:
+        return None
+
+
 def git(*args: str, cwd: Path = KIT_ROOT) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
@@ -198,9 +216,9 @@ def lock_holder(lock: Path) -> str | None:
 
 
 def clean_env(home: Path) -> tuple[dict[str, str], list[str]]:
-    """This environment with HOME the empty folder, and without the variables that point at caches, settings or a
-    virtual environment elsewhere (DROPPED_ENV, LATENCY_DIFF_*: the run's settings); PATH and JAVA_HOME stay. Also
-    the names it dropped."""
+    """This environment with HOME the empty folder (for Maven's JVM too: MAVEN_OPTS -Duser.home), and without the
+    variables that point at caches, settings or a virtual environment elsewhere (DROPPED_ENV, LATENCY_DIFF_*: the
+    run's settings); PATH and JAVA_HOME stay. Also the names it dropped."""
     env = dict(os.environ)
     dropped = sorted(k for k in env if k in DROPPED_ENV or k.startswith("LATENCY_DIFF_"))
     for k in dropped:
@@ -209,6 +227,9 @@ def clean_env(home: Path) -> tuple[dict[str, str], list[str]]:
         venv_bin = str(Path(sys.prefix) / "bin")
         env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)
     env["HOME"] = str(home)
+    # Java takes user.home from the account (getpwuid), not from $HOME, so Maven would use this account's
+    # ~/.m2/repository: a new account's is the empty one.
+    env["MAVEN_OPTS"] = f"-Duser.home={home}"
     # Line by line as on a terminal, so that the table's moment is seen as it is written, not at exit's flush.
     env["PYTHONUNBUFFERED"] = "1"
     return env, dropped
@@ -363,7 +384,9 @@ def page(d: dict) -> list[str]:
                   " Nothing beyond the dummy, the agent, the named servers and common (their shared constants)."))
     parts = [head, f"Target: the table within {d['target_s']:.0f} s (3 minutes): {result}",
              "Where the time went (each part from its first line in the output to the next part's):",
-             "\n".join(rows), "What the empty HOME and the clone hold afterwards (downloaded or installed):",
+             "\n".join(rows),
+             "Received over the network during the command (every non-loopback interface of the machine, so other "
+             "traffic too), and what the empty HOME and the clone hold afterwards (downloaded or installed):",
              "\n".join(mb), modules,
              f"Clone of the kit: {d['clone_s']:.1f} s (not counted). Environment variables dropped: "
              f"{', '.join(d['env_dropped']) or 'none'}."]
@@ -403,12 +426,16 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
         env, dropped = clean_env(home)
         host = host_facts()
         print(f"firstrun: running {' '.join(cmd)} with HOME={home}", file=sys.stderr)
+        net0 = network_received()
         code, exit_s, lines, stopped = run_command(cmd, clone, env, args.timeout)
+        net1 = network_received()
         tl = timeline(lines)
         phases = durations(tl["starts"], tl["table_s"], exit_s)
         built = modules_built(clone)
         unexpected = sorted(set(built) - expected_modules(args.servers))
-        downloads = {"~/.m2/repository": size_mb(home / ".m2" / "repository"),
+        downloads = {"network, received": round((net1 - net0) / 1e6, 1) if net0 is not None and net1 is not None
+                     else None,
+                     "~/.m2/repository": size_mb(home / ".m2" / "repository"),
                      "~/.m2/wrapper": size_mb(home / ".m2" / "wrapper"),
                      "~/.cache/pip": size_mb(home / ".cache" / "pip"),
                      "HOME, all": size_mb(home), "clone's .venv": size_mb(clone / ".venv"),
