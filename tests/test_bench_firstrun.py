@@ -114,7 +114,7 @@ def test_modules_built_are_the_folders_with_a_jar_in_target_and_the_unexpected_o
 
 def test_the_environment_is_this_one_with_an_empty_home_and_no_pointers_to_other_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("JAVA_HOME", "/opt/some-jdk")
-    monkeypatch.setenv("PIP_FIND_LINKS", "/opt/wheels")
+    monkeypatch.setenv("PIP_FIND_LINKS", "/srv/wheels")
     monkeypatch.setenv("MAVEN_OPTS", "-Dmaven.repo.local=/elsewhere")
     monkeypatch.setenv("LATENCY_DIFF_BUDGET", "10")
     monkeypatch.setenv("PIP_CERT", "/etc/ssl/certs/ca.crt")

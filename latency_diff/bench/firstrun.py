@@ -10,8 +10,9 @@ and JAVA_HOME, and watches the command's output as it streams:
 - where the time went, from the set-up's own lines ("creating the Python virtual environment", "fetching
   async-profiler", "building N module(s)", "compiling native/...") to "latency-diff run" (the driver starts
   measuring), "measurements done" (the analysis starts) and the table;
-- the modules Maven built (the folders with a jar in target/), and the megabytes (10^6 bytes) the run put in the
-  empty HOME's .m2/repository, .m2/wrapper and pip cache, and in the clone's .venv and .tools.
+- the modules Maven built (the folders with a jar in target/), and the megabytes (10^6 bytes) received over the
+  network (every non-loopback interface: other traffic counts too) and put in the empty HOME's .m2/repository,
+  .m2/wrapper and pip cache (pip keeps only cacheable responses: it may stay empty), and the clone's .venv and .tools.
 
 A run that fails (a non-zero exit, no table) is reported as failed, never as met. The page (firstrun.md), the
 figures (firstrun.json), the command's console output (console.log, every line with its second and stream, machine
