@@ -12,7 +12,8 @@ Usage: ./scripts/bench.sh NAME [OPTIONS] [DRIVER OPTIONS]
 
 Sets up like run-all.sh, then runs one benchmark of the method and writes its verdict and its runs
 into results/<NAME>-<UTC time>/. Each takes minutes per server (several default runs); `NAME --help`
-lists its options. The benchmarks (docs/benchmarks.md):
+lists its options (firstrun sets up nothing here: the clone's own set-up is what it measures).
+The benchmarks (docs/benchmarks.md):
 USAGE
   (cd "$KIT_ROOT" && python3 -c 'import latency_diff.bench as b; print(b.__doc__.split("\n\n")[1])')
 }
@@ -20,9 +21,9 @@ USAGE
 main() {
   local name="${1:-}"
   case "$name" in
-    robustness|design|interleave|warmup|pinning|repeat|matrix|coverage|sensitivity|windows|independent) ;;
+    robustness|design|interleave|warmup|pinning|repeat|matrix|coverage|sensitivity|windows|independent|firstrun) ;;
     -h|--help) usage; exit 0 ;;
-    *) err "name a benchmark: robustness, design, interleave, warmup, pinning, repeat, matrix, coverage, sensitivity, windows or independent"; usage >&2; exit 2 ;;
+    *) err "name a benchmark: robustness, design, interleave, warmup, pinning, repeat, matrix, coverage, sensitivity, windows, independent or firstrun"; usage >&2; exit 2 ;;
   esac
   local arg
   for arg in "$@"; do
@@ -33,6 +34,12 @@ main() {
   done
   cd "$KIT_ROOT"
   find_jdk
+  if [[ "$name" == firstrun ]]; then
+    # The clone sets itself up (venv, jars, tools): that is what firstrun measures, so none of it happens here.
+    # Its module needs the standard library only.
+    command -v python3 >/dev/null || die "python3 is missing: sudo apt-get install python3"
+    exec python3 -m latency_diff.bench "$@"
+  fi
   ensure_ab
   ensure_taskset
   ensure_venv

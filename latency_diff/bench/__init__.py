@@ -11,6 +11,7 @@
     sensitivity each choice of the method (run length, warm-up, JIT wait, ...) against the default, by ratio
     windows     what counting and profiling cost: the same pairs with their windows and without
     independent the kit's ratio against a measurement made apart from it (own client, statistics, processes)
+    firstrun    a newcomer's first run: a fresh clone, an empty HOME, the quick run of Undertow; minutes to the table
 
 Targets are measured here and in committed runs, never in tests. Each writes results/<name>-<time>/.
 """

@@ -10,6 +10,7 @@ from .. import KIT_ROOT
 from . import (
     coverage,
     design,
+    firstrun,
     independent,
     interleave,
     matrix,
@@ -23,7 +24,8 @@ from . import (
 
 BENCHMARKS = {"robustness": robustness, "design": design, "interleave": interleave, "warmup": warmup,
               "pinning": pinning, "repeat": repeat, "matrix": matrix, "coverage": coverage,
-              "sensitivity": sensitivity, "windows": windows, "independent": independent}
+              "sensitivity": sensitivity, "windows": windows, "independent": independent,
+              "firstrun": firstrun}
 
 
 def main(argv: list[str] | None = None) -> int:
