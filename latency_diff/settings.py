@@ -529,3 +529,20 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
                      "hold"))
     for label, value, key in rows:
         print(f"  {label:13} {value}{src(key)}", file=out)
+
+
+def profiles(argv: list[str]) -> bool:
+    """Whether a run with these arguments profiles its servers (scripts/run-all.sh fetches async-profiler only then);
+    True when they do not resolve, so that the driver, not the set-up, reports what is wrong with them."""
+    try:
+        return resolve(build_parser("").parse_args(argv)).profile_requests > 0
+    except (RunError, SystemExit, ValueError):
+        return True
+
+
+if __name__ == "__main__":
+    import sys
+    # python3 -m latency_diff.settings profiles ARGS...: exit 0 when the run would profile, 1 when not.
+    if sys.argv[1:2] != ["profiles"]:
+        sys.exit("usage: python3 -m latency_diff.settings profiles [DRIVER ARGS]")
+    sys.exit(0 if profiles(sys.argv[2:]) else 1)

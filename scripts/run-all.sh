@@ -54,7 +54,10 @@ main() {
   ensure_node
   ensure_venv
   ensure_perf
-  ensure_async_profiler
+  # Only a run that profiles needs async-profiler (on a new machine its fetch is most of the set-up).
+  if "$PYTHON" -m latency_diff.settings profiles "$@" 2>/dev/null; then
+    ensure_async_profiler
+  fi
   build_jars package "" "$(servers_arg "$@")"
   build_native if-stale
   exec "$PYTHON" -m latency_diff.cli "$@"

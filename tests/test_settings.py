@@ -90,3 +90,13 @@ def test_lend_cpu_is_on_by_default_and_can_be_turned_off(monkeypatch):
     assert resolve([], monkeypatch).lend_cpu is True
     assert resolve(["--lend-cpu", "off"], monkeypatch).lend_cpu is False
     assert resolve([], monkeypatch, LATENCY_DIFF_LEND_CPU="off").lend_cpu is False
+
+
+def test_profiles_says_whether_a_run_needs_async_profiler(monkeypatch):
+    for k in list(__import__("os").environ):
+        if k.startswith("LATENCY_DIFF_"):
+            monkeypatch.delenv(k)
+    assert settings.profiles([]) is True
+    assert settings.profiles(["--quick"]) is False
+    assert settings.profiles(["--profile-requests", "0"]) is False
+    assert settings.profiles(["--no-such-option"]) is True  # the driver reports it, not the set-up
