@@ -89,3 +89,17 @@ def test_compare_pools_rounds_and_bounds_the_kits_sd():
     # A kit interval whose sd was bounded at 0.2 (its runs' spread) makes the same means agree.
     wide = [(r, 0.2, ratio) for r, _, _ in kit]
     assert independent.compare(wide, [[2.10, 2.12], [2.08, 2.10]])["agrees"]
+
+
+def test_the_diff_in_ns_and_the_clients_on_the_same_processes():
+    out = {"run": 4, "a": {"run_ns": [400, 440]}, "b": {"run_ns": [800, 840]}}
+    # Dummy 840 / 8 = 105 ns a request, server 1,640 / 8 = 205: diff 100 ns.
+    assert independent.pair_diff_ns(out) == pytest.approx(100.0)
+    pairs = [{"valid": True, "ratio": 2.0, "abba": out, "lean": {"ratio": 1.9, "base_ns": 115.0}},
+             {"valid": True, "ratio": 2.0, "abba": out, "lean": {"ratio": 1.94, "base_ns": 125.0}},
+             {"valid": False, "ratio": None, "abba": out, "lean": {"ratio": 9.0, "base_ns": 999.0}}]
+    c = independent.clients(pairs)
+    # lean / abba: 0.95 and 0.97, mean 0.96; lean's dummy minus abba's 105: +10 and +20, mean +15.
+    assert c["pairs"] == 2 and c["lean_over_abba"] == pytest.approx(0.96)
+    assert c["base_cost_ns"] == pytest.approx(15.0) and c["base_cost_low"] < 15.0 < c["base_cost_high"]
+    assert independent.clients(pairs[:1]) is None  # one pair: no interval

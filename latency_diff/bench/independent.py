@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import KIT_ROOT, conformance, stats
+from .. import KIT_ROOT, conformance, lean, stats
 from ..export import tables
 from ..model import RunResult
 from ..process import ServerProcess, StartError
@@ -65,6 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quads", type=int, default=300, help="measured A B B A quads of runs per pair (default 300)")
     p.add_argument("--warmup", type=int, default=200_000, help="warm-up requests to each process, alternating "
                    "runs (default 200,000)")
+    p.add_argument("--with-lean", action="store_true", help="in each independent pair, after abba, measure the same "
+                   "processes with the kit's lean client too (a diagnosis of the clients' difference)")
     p.add_argument("--from", dest="from_dir", type=Path, help="compute the page again from this folder's runs")
 
 
@@ -92,6 +94,14 @@ def pair_ratio(out: dict) -> float:
     return sum(out["b"]["run_ns"]) / sum(out["a"]["run_ns"])
 
 
+def pair_diff_ns(out: dict) -> float:
+    """Server minus dummy: the mean round trips of the measured runs, in ns (a client's own cost per request is in
+    both and cancels)."""
+    run = out["run"]
+    a, b = out["a"]["run_ns"], out["b"]["run_ns"]
+    return sum(b) / (len(b) * run) - sum(a) / (len(a) * run)
+
+
 def measure_pair(server: Server, dummy: Server, cpu: int | None, request: Path, logs: Path, tag: str,
                  args: argparse.Namespace) -> dict:
     """Starts a fresh dummy and server, runs abba against them, stops both: the pair's record."""
@@ -107,6 +117,8 @@ def measure_pair(server: Server, dummy: Server, cpu: int | None, request: Path, 
                    "--port-b", str(port_b), "--request", str(request), "--run", str(args.run),
                    "--quads", str(args.quads), "--warmup", str(args.warmup)]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            if args.with_lean:
+                rec["lean"] = lean_in_pair(port_a, port_b, cpu, request, args)
             if not (d.alive() and s.alive()):
                 rec["reason"] = f"{'dummy' if not d.alive() else server.name} exited during the measurement: " \
                                 f"{(d if not d.alive() else s).start_failure()}"
@@ -124,6 +136,27 @@ def measure_pair(server: Server, dummy: Server, cpu: int | None, request: Path, 
     if rec["reason"] is None:
         rec["valid"], rec["ratio"] = True, pair_ratio(out)
     return rec
+
+
+def lean_in_pair(port_a: int, port_b: int, cpu: int | None, request: Path, args: argparse.Namespace) -> dict:
+    """--with-lean: right after abba, the kit's lean client on the same two warm processes, as many requests in runs
+    of the same length (in segments of 4,096 or of one run): its ratio of total times, and each side's mean round
+    trip, so that the two clients compare on the same processes (a diagnosis, not part of the independent figure)."""
+    segment = 4096 if args.run <= 2048 and 4096 % (2 * args.run) == 0 else 2 * args.run
+    requests = max(segment, 2 * args.quads * args.run // segment * segment)
+    cmd = [*([] if cpu is None else ["taskset", "-c", str(cpu)]),
+           *lean.pair_command("127.0.0.1", port_a, port_b, request, requests, args.run, segment, 5000)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    try:
+        out = lean.parse_pair(proc.stdout)
+    except lean.LeanParseError as e:
+        return {"problem": str(e)}
+    problems = out.problems(requests=requests)
+    if problems:
+        return {"problem": "; ".join(problems)}
+    a = sum(seg["base"].sum_ns for seg in out.segments) / sum(seg["base"].count for seg in out.segments)
+    b = sum(seg["server"].sum_ns for seg in out.segments) / sum(seg["server"].count for seg in out.segments)
+    return {"ratio": b / a, "base_ns": a, "server_ns": b, "requests": requests}
 
 
 def measure(folder: Path, servers: list[Server], dummy: Server, args: argparse.Namespace, round_no: int) -> Path:
@@ -186,6 +219,29 @@ def compare(kit: list[tuple[list[float], float, stats.Summary]], indep: list[lis
             "agrees": d.ci95_low <= 0 <= d.ci95_high}
 
 
+def compare_us(kit: list[list[float]], indep: list[float]) -> dict:
+    """The kit's per-pair diffs (ns, at each kit run's reference) against the independent pairs' (ns, each its own
+    round trips), pooled: Welch 95% interval of kit minus independent."""
+    a = [x for run in kit for x in run]
+    d = stats.welch_difference(a, indep)
+    return {"kit_us": statistics.fmean(a) / 1000, "independent_us": statistics.fmean(indep) / 1000,
+            "difference_us": d.mean / 1000, "low_us": d.ci95_low / 1000, "high_us": d.ci95_high / 1000,
+            "agrees": d.ci95_low <= 0 <= d.ci95_high}
+
+
+def clients(pairs: list[dict]) -> dict | None:
+    """--with-lean: per pair lean's ratio over abba's, and lean's dummy round trip minus abba's (the clients' own
+    cost difference), with Student-t 95% intervals over the pairs."""
+    both = [p for p in pairs if p["valid"] and "ratio" in (p.get("lean") or {})]
+    if len(both) < 2:
+        return None
+    rel = stats.summarize([p["lean"]["ratio"] / p["ratio"] for p in both])
+    cost = stats.summarize([p["lean"]["base_ns"] - sum(p["abba"]["a"]["run_ns"]) / (len(p["abba"]["a"]["run_ns"])
+                                                                                 * p["abba"]["run"]) for p in both])
+    return {"pairs": len(both), "lean_over_abba": rel.mean, "low": rel.ci95_low, "high": rel.ci95_high,
+            "base_cost_ns": cost.mean, "base_cost_low": cost.ci95_low, "base_cost_high": cost.ci95_high}
+
+
 def _ci(s: stats.Summary) -> str:
     return f"{s.mean:.4f} [{s.ci95_low:.4f}, {s.ci95_high:.4f}]" if s.ci95_low is not None else f"{s.mean:.4f}"
 
@@ -196,7 +252,7 @@ def report(out: Path, names: list[str]) -> dict:
     ind_runs = sorted(d for d in out.iterdir() if d.is_dir() and d.name.endswith("-independent"))
     built = [(d.name, common.build(next(x for x in d.iterdir() if x.is_dir()))) for d in kit_runs]
     pairs = {d.name: read_pairs(d / "pairs.jsonl.xz") for d in ind_runs}
-    rows, data, invalid = [], {}, []
+    rows, data, invalid, us_rows, client_rows = [], {}, [], [], []
     for name in names:
         kit = [k for _, r in built if (k := kit_side(r, name)) is not None]
         indep = [[p["ratio"] for p in ps if p["server"] == name and p["valid"]] for ps in pairs.values()]
@@ -206,7 +262,20 @@ def report(out: Path, names: list[str]) -> dict:
         if not kit or not indep or sum(len(x) for x in indep) < 2:
             rows.append([name, "-", "-", "-", "-", "no data on one side"])
             continue
+        mine = [p for ps in pairs.values() for p in ps if p["server"] == name and p["valid"]]
+        kit_ns = [list(r.server(name).clients[r.server(name).primary].estimates) for _, r in built
+                  if kit_side(r, name) is not None]
+        u = compare_us(kit_ns, [pair_diff_ns(p["abba"]) for p in mine])
+        us_rows.append([name, f"{u['kit_us']:.2f}", f"{u['independent_us']:.2f}",
+                        f"{u['difference_us']:+.2f} [{u['low_us']:+.2f}, {u['high_us']:+.2f}]",
+                        "agrees" if u["agrees"] else "differs"])
+        cl = clients(mine)
+        if cl is not None:
+            client_rows.append([name, str(cl["pairs"]),
+                                f"{cl['lean_over_abba']:.4f} [{cl['low']:.4f}, {cl['high']:.4f}]",
+                                f"{cl['base_cost_ns']:+.0f} [{cl['base_cost_low']:+.0f}, {cl['base_cost_high']:+.0f}]"])
         c = compare(kit, indep)
+        c["us"], c["clients"] = u, cl
         c["kit_runs"] = [_ci(k[2]) for k in kit]
         c["independent_runs"] = [_ci(geometric(x)) for x in indep]
         data[name] = c
@@ -220,7 +289,22 @@ def report(out: Path, names: list[str]) -> dict:
     verdict = (f"{agree} of {len(names)} servers agree: the Welch 95% interval of the kit's mean pair ratio minus the "
                f"independent one holds 0. Target: all of {', '.join(names)}: "
                f"{'met' if agree == len(names) else 'missed'}.")
+    us_t: tables.Table = (("server", "kit diff [us]", "independent diff [us]", "kit - independent [us] (pairs pooled)",
+                           "verdict"), us_rows, set())
     parts = [verdict, common.md_table(t),
+             "The same pairs in microseconds: the kit's diffs at each run's reference round trip, the independent "
+             "pairs' as their server's mean round trip minus their dummy's. A client's own cost per request is in "
+             "both round trips and cancels from a diff, but not from a ratio: (S + c) / (D + c) is nearer 1 the "
+             "dearer the client c. The machine's speed moves from pair to pair, which the ratio cancels and the "
+             "independent diff does not, so this comparison is the wider one.",
+             common.md_table(us_t)]
+    if client_rows:
+        cl_t: tables.Table = (("server", "pairs", "lean ratio / abba ratio [95% CI]",
+                               "lean's dummy round trip - abba's [ns] [95% CI]"), client_rows, set())
+        parts += ["The two clients on the same processes (--with-lean): in each independent pair, after abba, the "
+                  "kit's lean client measured the same two warm processes with as many requests.",
+                  common.md_table(cl_t)]
+    parts += [
              f"Runs: {', '.join(d.name for d in kit_runs)} (kit, default settings, counting and profiling off); "
              f"{', '.join(d.name for d in ind_runs)} (independent, pairs.jsonl.xz holds every run's time)."]
     if invalid:
