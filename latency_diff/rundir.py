@@ -29,12 +29,15 @@ import io
 import json
 import lzma
 import os
+import re
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import KIT_ROOT
 from .records import RUN_FORMAT, BlockRecord, PairRecord, RecordError
 
 RUN = "run.json"
@@ -94,6 +97,18 @@ def gzip_member(line: str) -> bytes:
     return buf.getvalue()
 
 
+#: A JDK's folder before its bin/java, and the driver's temporary folder (agents' sockets, request files).
+_JAVA_HOME = re.compile(r"/[^\s:=\"'\[\]()]+(?=/bin/java\b)")
+_TMP = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/latency-diff-[^/\s]+")
+
+
+def portable_text(text: str, root: Path = KIT_ROOT) -> str:
+    """A log's text as a committed record may hold it, without the measuring machine's folders: paths in the kit
+    relative to it, a JDK's folder as <JDK>, the driver's temporary folder as <tmp>."""
+    text = text.replace(str(root).rstrip("/") + "/", "")
+    return _TMP.sub("<tmp>", _JAVA_HOME.sub("<JDK>", text))
+
+
 class Writer:
     """Appends a run's records as they happen; safe to call from the driver's two lanes at once."""
 
@@ -115,7 +130,8 @@ class Writer:
 
     def log(self, kind: str, tag: str, text: str) -> None:
         """kind: "log" (a process's output) or "response" (its conformance-checked response, as latin-1 text)."""
-        self._append(APPENDING[LOGS], gzip_member(json.dumps({"kind": kind, "tag": tag, "text": text})), sync=True)
+        self._append(APPENDING[LOGS], gzip_member(json.dumps({"kind": kind, "tag": tag, "text": portable_text(text)})),
+                     sync=True)
 
     def live_log(self, tag: str) -> Path:
         return self.live / f"{tag}.log"

@@ -1,4 +1,4 @@
-"""Takes the measuring machine's paths out of a run's run.json, as the kit now writes it from the start.
+"""Takes the measuring machine's paths out of a run's run.json and its logs, as the kit now writes them from the start.
 
 Runs written before 26 November 2026 recorded the results directory, the JDK's folder and its java, and
 a JDK variant's java by path. This rewrites, in place and only in run.json (the measurements are not
@@ -9,6 +9,11 @@ touched):
   is at hand, else only the JDK's release file's version) instead of the path, and the path in its spec
   replaced by that version.
 
+Runs written before 27 November 2026 also have the paths in their logs (logs.jsonl.xz: each server's
+command line, its agent's socket, a profile's native frames). Those are rewritten as the kit now writes
+them (rundir.portable_text): the kit's folder, as found in the logs, dropped from paths within it, a JDK's
+folder as <JDK>, the driver's temporary folder as <tmp>.
+
 Usage: python3 -m latency_diff.scrub RUN_DIR [RUN_DIR ...]   (prints what it changed)
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import re
 import sys
 from collections.abc import Callable
@@ -79,6 +85,34 @@ def scrub(run: dict, describe: Callable[[str], dict] = describe_java) -> list[st
     return changed
 
 
+#: A path inside a kit's folder, as a server's command line has it: the folder is group 1.
+_KIT_PATH = re.compile(r"(/[^\s:=\"'\[\]()]+?)/(?:agent/target|dummy-server/target|servers/[^/\s]+/target|native/build|"
+                       r"common/src|\.tools)/")
+
+
+def scrub_logs(run_dir: Path) -> int:
+    """Rewrites the run's sealed logs without the machine's folders; how many records changed."""
+    path = run_dir / rundir.LOGS
+    if not path.is_file():
+        return 0
+    records = list(rundir.logs(run_dir))
+    roots = {m.group(1) for r in records for m in _KIT_PATH.finditer(r.get("text", ""))}
+    changed = 0
+    for r in records:
+        text = r.get("text", "")
+        new = text
+        for root in sorted(roots, key=len, reverse=True):
+            new = rundir.portable_text(new, Path(root))
+        new = rundir.portable_text(new)
+        if new != text:
+            r["text"] = new
+            changed += 1
+    if changed:
+        rundir.write_atomic(path, lzma.compress("".join(json.dumps(r) + "\n" for r in records).encode("utf-8"),
+                                                preset=6))
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m latency_diff.scrub", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -94,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         changed = scrub(run)
         if changed:
             rundir.write_atomic(path, json.dumps(run, indent=2) + "\n")
+        logs = scrub_logs(run_dir)
+        if logs:
+            changed.append(f"{rundir.LOGS}: {logs} record(s)")
+        if changed:
             print(f"{run_dir}: " + "; ".join(changed))
     return 0
 

@@ -61,3 +61,32 @@ def test_a_fresh_jdk_variant_is_recorded_without_its_folder():
     record = v.to_dict()["variant"]
     assert home not in json.dumps(record) and record["spec"].startswith("undertow:java=<JDK ")
     assert record["jdk"]["java.runtime.version"] in record["spec"]
+
+
+def test_a_run_writes_its_logs_without_the_machines_folders(tmp_path):
+    import tempfile
+
+    from latency_diff import rundir
+    w = rundir.Writer(tmp_path)
+    w.log("log", "jetty-p1", f"$ taskset -c 1 /opt/jdk-25/bin/java -javaagent:{KIT_ROOT}/agent/target/a.jar="
+          f"{tempfile.gettempdir()}/latency-diff-ab12cd/jetty-p1.sock -jar {KIT_ROOT}/servers/jetty/target/jetty.jar")
+    w.close()
+    (text,) = [r["text"] for r in rundir.logs(tmp_path)]
+    assert text == ("$ taskset -c 1 <JDK>/bin/java -javaagent:agent/target/a.jar=<tmp>/jetty-p1.sock "
+                    "-jar servers/jetty/target/jetty.jar")
+
+
+def test_scrub_takes_another_machines_folders_out_of_a_committed_runs_logs(tmp_path):
+    import lzma
+
+    from latency_diff import rundir
+    records = [{"kind": "log", "tag": "undertow-p1", "text": "$ /usr/lib/jvm/jdk-21/bin/java -jar "
+                "/home/me/kit/servers/undertow/target/undertow.jar --template /home/me/kit/common/src/x.txt\nREADY"},
+               {"kind": "response", "tag": "undertow-p1", "text": "HTTP/1.1 200 OK\r\n\r\nHelloWorld"}]
+    (tmp_path / rundir.LOGS).write_bytes(lzma.compress("".join(json.dumps(r) + "\n" for r in records).encode()))
+    assert scrub.scrub_logs(tmp_path) == 1
+    got = list(rundir.logs(tmp_path))
+    assert got[0]["text"] == ("$ <JDK>/bin/java -jar servers/undertow/target/undertow.jar --template common/src/x.txt"
+                              "\nREADY")
+    assert got[1] == records[1]
+    assert scrub.scrub_logs(tmp_path) == 0  # nothing left to change
