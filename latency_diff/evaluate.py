@@ -597,7 +597,8 @@ def _warnings(s: ServerResult, r: RunResult) -> list[w.RunWarning]:
     if s.diff.n < 2:
         out.append(w.TooFewPairs(s.diff.n))
     elif not s.target_met:
-        out.append(w.TargetMissed(s.diff.half_width, s.diff.n, s.target, c.between_sd))
+        judged = c.ratio.half_width * c.ref if c.ratio.half_width is not None else s.diff.half_width
+        out.append(w.TargetMissed(judged, s.diff.n, s.target, c.between_sd, s.diff.half_width))
     # A pair this close to the others is noise, however tight they are: half the precision floor at least.
     for i in stats.outliers(c.estimates, min_abs=float(r.settings.get("precision_floor_us", 0.5)) * 500):
         out.append(w.OutlierPair(i + 1, c.estimates[i], statistics.median(c.estimates), len(c.estimates)))

@@ -42,16 +42,22 @@ class TooFewPairs(RunWarning):
 
 @dataclass(frozen=True)
 class TargetMissed(RunWarning):
+    #: The half-width the target judges (the ratio's, in us at the reference), and the diff's whole one (with the
+    #: reference's own spread, which more pairs do not narrow).
     half_width_ns: float
     pairs: int
     target_ns: float
     between_sd_ns: float | None
+    diff_half_width_ns: float | None = None
 
     @property
     def text(self) -> str:
         spread = "" if self.between_sd_ns is None else f"; between-process spread {_us(self.between_sd_ns)} us"
+        whole = "" if self.diff_half_width_ns is None or _us(self.diff_half_width_ns) == _us(self.half_width_ns) \
+            else f"; ±{_us(self.diff_half_width_ns)} us with the reference's own spread"
         return (f"precision target missed: ±{_us(self.half_width_ns)} us after {self.pairs} pairs (target "
-                f"±{_us(self.target_ns)} us){spread}; give it more --budget or --max-pairs, or a quieter machine")
+                f"±{_us(self.target_ns)} us{whole}){spread}; give it more --budget or --max-pairs, or a quieter "
+                "machine")
 
 
 @dataclass(frozen=True)
