@@ -120,14 +120,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for run_dir in args.runs:
         path = run_dir / rundir.RUN
-        try:
-            run = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            print(f"scrub: error: {path}: {e}", file=sys.stderr)
-            return 1
-        changed = scrub(run)
-        if changed:
-            rundir.write_atomic(path, json.dumps(run, indent=2) + "\n")
+        changed = []
+        if path.is_file() or not (run_dir / rundir.LOGS).is_file():  # a benchmark's raw folder may hold logs only
+            try:
+                run = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as e:
+                print(f"scrub: error: {path}: {e}", file=sys.stderr)
+                return 1
+            changed = scrub(run)
+            if changed:
+                rundir.write_atomic(path, json.dumps(run, indent=2) + "\n")
         logs = scrub_logs(run_dir)
         if logs:
             changed.append(f"{rundir.LOGS}: {logs} record(s)")

@@ -90,3 +90,13 @@ def test_scrub_takes_another_machines_folders_out_of_a_committed_runs_logs(tmp_p
                               "\nREADY")
     assert got[1] == records[1]
     assert scrub.scrub_logs(tmp_path) == 0  # nothing left to change
+
+
+def test_scrub_takes_a_folder_with_logs_only(tmp_path):
+    import lzma
+
+    from latency_diff import rundir
+    rec = {"kind": "log", "tag": "jetty-p1", "text": "$ /opt/jdk/bin/java -jar /srv/kit/servers/jetty/target/jetty.jar"}
+    (tmp_path / rundir.LOGS).write_bytes(lzma.compress((json.dumps(rec) + "\n").encode()))
+    assert scrub.main([str(tmp_path)]) == 0
+    assert next(rundir.logs(tmp_path))["text"] == "$ <JDK>/bin/java -jar servers/jetty/target/jetty.jar"
