@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import KIT_ROOT, conformance, lean, stats
+from .. import KIT_ROOT, conformance, envinfo, lean, stats
 from ..export import tables
 from ..model import RunResult
 from ..process import ServerProcess, StartError
@@ -291,6 +291,11 @@ def report(out: Path, names: list[str]) -> dict:
                f"{'met' if agree == len(names) else 'missed'}.")
     us_t: tables.Table = (("server", "kit diff [us]", "independent diff [us]", "kit - independent [us] (pairs pooled)",
                            "verdict"), us_rows, set())
+    kit_file = out / "kit.json"
+    made_by = json.loads(kit_file.read_text(encoding="utf-8")) if kit_file.is_file() else {}
+    if made_by:
+        verdict += (f" Measured by the kit at commit {str(made_by.get('commit'))[:8]}"
+                    + (" with uncommitted changes." if made_by.get("dirty") else "."))
     parts = [verdict, common.md_table(t),
              "The same pairs in microseconds: the kit's diffs at each run's reference round trip, the independent "
              "pairs' as their server's mean round trip minus their dummy's. A client's own cost per request is in "
@@ -337,6 +342,8 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
     servers = [known[n] for n in names]
     signal.signal(signal.SIGTERM, _terminate)
     out = common.out_dir(args.results_dir, "independent")
+    # The independent side has no run.json: the commit of the kit that measured it (this process's) is kept here.
+    (out / "kit.json").write_text(json.dumps(envinfo.kit_commit()) + "\n", encoding="utf-8")
     for i in range(1, args.rounds + 1):
         common.run_driver(out / f"{2 * i - 1:02d}-kit", ["--servers", ",".join(names), *KIT_OFF, *driver_args])
         measure(out / f"{2 * i:02d}-independent", servers, known["dummy"], args, i)
