@@ -321,10 +321,11 @@ def _summary(values: list[float | int | None]) -> Summary | None:
 
 
 def client_result(pairs: list[Pair], client: str, ref_ns: float, run_rel_sd: float | None = None,
-                  ref_rel_sd: float = 0.0) -> ClientResult | None:
+                  ref_rel_sd: float = 0.0, target: tuple[float, float] | None = None) -> ClientResult | None:
     """One client's figures over a server's valid pairs (None if it measured none of them). The ratio's and the diff's
-    intervals are the stopping rule's (stopping.interval): bounded below by the units' noise and by the run's
-    relative spread run_rel_sd; the diff's adds the reference's relative spread ref_rel_sd."""
+    intervals are the stopping rule's (stopping.interval): bounded below by the units' noise, by the run's
+    relative spread run_rel_sd and by the precision target (abs_ns, rel), a fixed width; the diff's adds the
+    reference's relative spread ref_rel_sd."""
     used = [p for p in pairs if p.units.get(client)]
     if not used:
         return None
@@ -333,10 +334,10 @@ def client_result(pairs: list[Pair], client: str, ref_ns: float, run_rel_sd: flo
     scaled_units = [paired.unit_scaled(u, ref_ns) for u in units]
     within = paired.within_variance(scaled_units)
     between = paired.between_variance(scaled_units, within)
-    iv = stopping.interval([e.ratio for e in est], ref_ns, run_rel_sd=run_rel_sd, ref_rel_sd=ref_rel_sd,
+    iv = stopping.interval([e.ratio for e in est], ref_ns, run_rel_sd=run_rel_sd, ref_rel_sd=ref_rel_sd, target=target,
                            within_var=stopping.within_variance([[x.ratio for x in u] for u in units]))
     c = ClientResult(
-        client=client, ref=ref_ns, diff=iv.diff, ratio=iv.ratio, own_ratio_sd=iv.own_sd, sd_bound=iv.bound,
+        client=client, ref=ref_ns, diff=iv.diff, ratio=iv.ratio, own_ratio_sd=iv.own_sd, sd_bound=iv.bound, interval=iv,
         unscaled_diff=stats.summarize([e.diff_ns for e in est]),
         plain_diff=stats.summarize([e.plain_diff_ns for e in est]), rtt=stats.summarize([e.server_ns for e in est]),
         base_rtt=stats.summarize([e.base_ns for e in est]), plain_rtt=stats.summarize([e.server_plain_ns for e in est]),
@@ -383,8 +384,8 @@ def run_spreads(r: RunResult) -> dict[str, float | None]:
 
 
 def evaluate(r: RunResult) -> None:
-    target_abs = float(r.settings.get("precision_floor_us", paired.ABS_TARGET_NS / 1000)) * 1000
-    target_rel = float(r.settings.get("precision_pct", paired.REL_TARGET * 100)) / 100
+    target_abs = float(r.settings.get("precision_floor_us", stopping.ABS_TARGET_NS / 1000)) * 1000
+    target_rel = float(r.settings.get("precision_pct", stopping.REL_TARGET * 100)) / 100
     for s in r.servers:
         if s.baseline:
             continue
@@ -409,7 +410,7 @@ def evaluate(r: RunResult) -> None:
         valid = [p for p in s.pairs if p.valid]
         for client in r.clients:
             c = client_result(valid, client, r.ref[client], spreads.get(client),
-                              r.ref_spread.get(client, 0.0)) if client in r.ref else None
+                              r.ref_spread.get(client, 0.0), (target_abs, target_rel)) if client in r.ref else None
             if c is not None:
                 s.clients[client] = c
         if not s.clients:
@@ -420,7 +421,7 @@ def evaluate(r: RunResult) -> None:
         head = s.clients[s.primary]
         s.diff = head.diff
         s.target = stopping.target_ns(s.diff.mean, target_abs, target_rel)
-        s.target_met = head.ratio.half_width is not None and head.ratio.half_width * head.ref <= s.target
+        s.target_met = stopping.met(head.interval, head.ref, target_abs, target_rel)
         _costs_of(s, valid, [p.estimate(s.primary) for p in valid], head.ref)
         s.requests = sum(c.requests for p in valid for c in p.costs.values())
         if "ab" in s.clients and "lean" in s.clients:
@@ -597,7 +598,7 @@ def _warnings(s: ServerResult, r: RunResult) -> list[w.RunWarning]:
     if s.diff.n < 2:
         out.append(w.TooFewPairs(s.diff.n))
     elif not s.target_met:
-        judged = c.ratio.half_width * c.ref if c.ratio.half_width is not None else s.diff.half_width
+        judged = c.interval.stop_half * c.ref if c.interval.stop_half is not None else s.diff.half_width
         out.append(w.TargetMissed(judged, s.diff.n, s.target, c.between_sd, s.diff.half_width))
     # A pair this close to the others is noise, however tight they are: half the precision floor at least.
     for i in stats.outliers(c.estimates, min_abs=float(r.settings.get("precision_floor_us", 0.5)) * 500):

@@ -121,9 +121,11 @@ class ClientResult:
     ratios: list[float] = field(default_factory=list)
     units: list[int] = field(default_factory=list)
     #: The ratio's sd over pairs as measured, and which bound its interval took instead when larger (stopping.py):
-    #: "pairs" (its own), "within" (its units' noise) or "run" (the run's relative spread).
+    #: "pairs" (its own), "within" (its units' noise), "run" (the run's relative spread) or "target" (the fixed width).
     own_ratio_sd: float | None = None
     sd_bound: str | None = None
+    #: The interval as the stopping rule computed it (stopping.Interval), for whether the target was met.
+    interval: object = internal(default=None)
     #: Pooled within-pair standard deviation of one unit's scaled diff, and the between-pair component.
     within_sd: float | None = unit("ns")
     between_sd: float | None = unit("ns")

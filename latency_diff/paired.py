@@ -37,13 +37,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .histogram import Histogram
-from .stats import Summary
 
 #: Share of a lean block's (or segment side's) round trips cut at each end before averaging.
 TRIM = 0.01
-#: Precision target: the 95% half-width at most max(ABS_TARGET_NS, REL_TARGET * |diff|).
-ABS_TARGET_NS = 500.0
-REL_TARGET = 0.05
 #: The standard error of a median of n normal values is about sqrt(pi / 2) times the mean's.
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
 #: A block order per quad: False = baseline first (D S S D), True = server first (S D D S).
@@ -156,15 +152,6 @@ def reference_ns(base_rtts: Sequence[float]) -> float:
 def unit_scaled(units: Sequence[Unit], ref_ns: float) -> list[float]:
     """Each unit's diff at the reference round trip: (S / D - 1) x ref."""
     return [scaled(u.ratio, ref_ns) for u in units]
-
-
-def target_ns(diff_ns: float, abs_ns: float = ABS_TARGET_NS, rel: float = REL_TARGET) -> float:
-    """The half-width the diff must reach: max(abs_ns, rel * |diff|)."""
-    return max(abs_ns, rel * abs(diff_ns))
-
-
-def target_met(iv: Summary, abs_ns: float = ABS_TARGET_NS, rel: float = REL_TARGET) -> bool:
-    return bool(iv.half_width is not None and iv.half_width <= target_ns(iv.mean, abs_ns, rel))
 
 
 def within_variance(pairs: Sequence[Sequence[float]]) -> float | None:

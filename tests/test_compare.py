@@ -17,13 +17,18 @@ B_SAME = [(12_000, 18_000), (12_000, 18_120), (12_000, 17_880)]
 OK = [(20_000, 27_000), (20_000, 28_000), (20_000, 26_000)]  # ratios 1.35, 1.40, 1.30
 
 
+#: The precision target off: each row's sd is its pairs' own, so that the figures below work out by hand from the
+#: pairs (the fixed width a target gives is tested in test_stopping.py and test_evaluate.py).
+NO_TARGET = {"precision_floor_us": 0, "precision_pct": 0}
+
+
 def build(tmp_path, folder, pairs, **kw):
     return evaluate.build(make_paired_run(tmp_path / folder, pairs, **kw))
 
 
 def test_two_runs_of_different_references_are_compared_at_one(tmp_path):
-    a = build(tmp_path, "a", {"undertow": A_PAIRS})
-    b = build(tmp_path, "b", {"undertow": B_SAME})
+    a = build(tmp_path, "a", {"undertow": A_PAIRS}, settings=NO_TARGET)
+    b = build(tmp_path, "b", {"undertow": B_SAME}, settings=NO_TARGET)
     # Each run's own diff is at its own reference (the median dummy round trip): 0.5 x 10,000 and 0.5 x 12,000,
     # so subtracting them (what compare did) gives +1.00 us for a server that did not change.
     assert (a.ref, b.ref) == ({"lean": 10_000.0}, {"lean": 12_000.0})
@@ -40,9 +45,9 @@ def test_two_runs_of_different_references_are_compared_at_one(tmp_path):
 
 
 def test_a_real_change_of_ratio_is_shown_at_a_s_reference(tmp_path):
-    a = build(tmp_path, "a", {"undertow": A_PAIRS})
+    a = build(tmp_path, "a", {"undertow": A_PAIRS}, settings=NO_TARGET)
     # B: ratios 1.55, 1.56, 1.54 at a dummy of 12,000 ns (its own diff: 0.55 x 12,000 = 6.60 us, 1.60 above A's).
-    b = build(tmp_path, "b", {"undertow": [(12_000, 18_600), (12_000, 18_720), (12_000, 18_480)]})
+    b = build(tmp_path, "b", {"undertow": [(12_000, 18_600), (12_000, 18_720), (12_000, 18_480)]}, settings=NO_TARGET)
     (_, rows, _), _ = analyze.compare(a, b)
     # Ratio change +0.05, half-width 0.022670 as above -> [0.0273, 0.0727]; at 10,000 ns: +0.50 us [0.27, 0.73];
     # diff B at A's reference (1.55 - 1) x 10,000 = 5.50 us; relative 0.50 / 5.00 = +10%.
@@ -136,8 +141,8 @@ def test_headline_clients_that_differ_are_said_and_each_server_compared_by_a_com
     # are the dummy's blocks, 12,500 ns in both; ratios 15,000 / 12,500 = 1.2 in A, 1.2 and 1.24 ... in B.
     ab_a = {"undertow": [(12_500, 15_000)] * 3}
     ab_b = {"undertow": [(12_500, 15_000), (12_500, 15_500), (12_500, 14_500)]}
-    a = build(tmp_path, "a", {"undertow": OK}, clients=("lean", "ab"), ab_rtt=ab_a)
-    b = build(tmp_path, "b", {"undertow": OK}, clients=("ab",), ab_rtt=ab_b)
+    a = build(tmp_path, "a", {"undertow": OK}, clients=("lean", "ab"), ab_rtt=ab_a, settings=NO_TARGET)
+    b = build(tmp_path, "b", {"undertow": OK}, clients=("ab",), ab_rtt=ab_b, settings=NO_TARGET)
     (_, rows, _), notes = analyze.compare(a, b)
     # ab ratios A: 1.2 x3 (sd 0); B: 1.2, 1.24, 1.16 (mean 1.2, sd 0.04): change 0, se 0.04 / sqrt(3) = 0.023094,
     # df 2: half-width 4.302653 x 0.023094 = 0.099366 -> [-0.0994, 0.0994]; at 12,500 ns: [-1.24, 1.24] us.

@@ -53,10 +53,14 @@ def test_a_machine_that_runs_slower_for_a_while_does_not_move_the_scaled_diff(tm
     c = u.clients["lean"]
     assert r.ref["lean"] == 20_000.0
     assert c.estimates == pytest.approx([7000.0, 7000.0, 7000.0])
-    assert u.diff.mean == pytest.approx(7000.0) and c.ratio.half_width == pytest.approx(0.0, abs=1e-9)
+    # Identical pairs: no spread of their own, so the interval is the fixed width of the 0.5 us target,
+    # 500 / 20,000 = 0.025 in ratio.
+    assert u.diff.mean == pytest.approx(7000.0) and c.ratio.half_width == pytest.approx(0.025)
+    assert c.sd_bound == "target"
     # The microsecond interval adds the reference's own spread: the dummies' sd 2,000 is 10% of 20,000, so
-    # 0.35 x 1.959964 x 0.10 x 20,000 = 1,371.97 ns, which more pairs cannot narrow (stopping.py).
-    assert r.ref_spread["lean"] == pytest.approx(0.1) and u.diff.half_width == pytest.approx(1371.97, abs=0.01)
+    # 0.35 x 1.959964 x 0.10 x 20,000 = 1,371.97 ns, which more pairs cannot narrow (stopping.py), beside the
+    # ratio's 500: hypot(500, 1,371.97) = 1,460.24 ns.
+    assert r.ref_spread["lean"] == pytest.approx(0.1) and u.diff.half_width == pytest.approx(1460.24, abs=0.01)
     assert u.target_met is True
     assert c.unscaled_estimates == pytest.approx([7000.0, 7700.0, 6300.0])
     assert c.unscaled_diff.half_width == pytest.approx(T2 * 700 / 3 ** 0.5, abs=0.01)
@@ -334,22 +338,24 @@ def test_compare_within_noise_is_not_significant(tmp_path):
 
 
 def test_compare_names_a_real_change(tmp_path):
-    # Ratios A: 1.345, 1.35, 1.355; B: 1.445, 1.45, 1.455. Change 0.1, se sqrt(2 * 0.005^2 / 3) = 0.0040825,
-    # half-width 2.776445 * 0.0040825 = 0.011335 -> [0.0887, 0.1113]; at 20,000 ns: +2.00 us [1.77, 2.23]: slower.
+    # Ratios A: 1.345, 1.35, 1.355; B: 1.445, 1.45, 1.455 (own sd 0.005 each). Each row's sd is the fixed width of
+    # its target (7.00 and 9.00 us: max(0.5 us, 5%) = 0.5 us, 0.025 in ratio at 20,000 ns): 0.025 x sqrt(3) /
+    # 4.302653 = 0.0100637. Change 0.1, se 0.0100637 x sqrt(2 / 3) = 0.0082170, df 4: half-width 2.776445 x
+    # 0.0082170 = 0.022814 -> [0.0772, 0.1228]; at 20,000 ns: +2.00 us [1.54, 2.46]: slower.
     rows, _ = _compare_rows([(20_000, 26_900), (20_000, 27_000), (20_000, 27_100)],
                             [(20_000, 28_900), (20_000, 29_000), (20_000, 29_100)], tmp_path)
-    assert rows == [["undertow", "lean", "1.3500", "1.4500", "+0.1000", "[0.0887, 0.1113]", "7.00", "9.00", "+2.00",
-                     "[1.77, 2.23]", "+29%", "slower"]]
+    assert rows == [["undertow", "lean", "1.3500", "1.4500", "+0.1000", "[0.0772, 0.1228]", "7.00", "9.00", "+2.00",
+                     "[1.54, 2.46]", "+29%", "slower"]]
 
 
 def test_head_to_head_measures_b_against_a_and_each_against_the_dummy(tmp_path):
     # --compare a b: a in the dummy's place. Every base (a) takes 50,000 ns, so the reference is 50,000 and
     # scaling changes nothing. B - A: ratios 1.06, 1.064, 1.056 -> 3,000, 3,200, 2,800; mean 3,000, sd 200,
-    # half-width 4.302653 * 200 / sqrt(3) = 496.8 -> [2.50, 3.50]; mean ratio 1.060.
-    # The dummy against a: -5,000, -4,900, -5,100 (sd 100), so A - dummy = 5,000, half-width 248.4 -> [4.75, 5.25];
-    # ratio 1 / 0.9 = 1.111. B - dummy: 3,000 - (-5,000) = 8,000; Welch: se sqrt(200^2/3 + 100^2/3) = 129.10,
-    # df (50,000/3)^2 / ((40,000/3)^2/2 + (10,000/3)^2/2) = 2.941; t(0.975, 2.941) = 3.2188 -> ±415.5
-    # -> [7.58, 8.42].
+    # half-width 4.302653 * 200 / sqrt(3) = 496.8, widened to the 0.5 us target's fixed width (its sd floor
+    # 500 x sqrt(3) / 4.302653 = 201.27) -> [2.50, 3.50]; mean ratio 1.060.
+    # The dummy against a: -5,000, -4,900, -5,100 (sd 100), so A - dummy = 5,000, half-width 248.4, widened to the
+    # target's fixed 500 -> [4.50, 5.50]; ratio 1 / 0.9 = 1.111. B - dummy: 3,000 - (-5,000) = 8,000; Welch with
+    # both sds at their floor 201.27: se 201.27 x sqrt(2 / 3) = 164.34, df 4, t 2.776445 -> ±456.3 -> [7.54, 8.46].
     run = make_paired_run(tmp_path, {"b": [(50_000, 53_000), (50_000, 53_200), (50_000, 52_800)],
                                      "dummy": [(50_000, 45_000), (50_000, 45_100), (50_000, 44_900)]},
                           baseline="a", settings={"compare": ["a", "b"]})
@@ -358,8 +364,8 @@ def test_head_to_head_measures_b_against_a_and_each_against_the_dummy(tmp_path):
     cols, rows, _ = tables.head_to_head_table(r)
     assert cols == ("difference", "[us]", "95% CI [us]", "ratio", "pairs", "verdict")
     assert rows == [["B - A (b - a)", "3.00", "[2.50, 3.50]", "1.060", "3", "B slower"],
-                    ["A - dummy (a)", "5.00", "[4.75, 5.25]", "1.111", "3", "-"],
-                    ["B - dummy (b)", "8.00", "[7.58, 8.42]", "-", "-", "-"]]
+                    ["A - dummy (a)", "5.00", "[4.50, 5.50]", "1.111", "3", "-"],
+                    ["B - dummy (b)", "8.00", "[7.54, 8.46]", "-", "-", "-"]]
     assert "process pairs against a," in tables.headline(r)
 
 

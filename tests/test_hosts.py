@@ -27,7 +27,9 @@ def _run(tmp_path, host: str):
                 "cpu": ((round(100 * (DUMMY[0] + du)), 0), (round(100 * DUMMY[0]), 0)), "cpu_requests": 1_000_000,
                 "counts": {"server": (DUMMY[2] + dsc, DUMMY[1] + dsw), "base": (DUMMY[2], DUMMY[1])}}
         pairs[name] = [spec, spec, spec]
-    return evaluate.build(make_paired_run(tmp_path / host, pairs, env={"cpu_model": f"Test CPU {host}"}))
+    # The precision target off: rows apart by their own (exact) pairs, not by a fixed width of 0.5 us.
+    return evaluate.build(make_paired_run(tmp_path / host, pairs, env={"cpu_model": f"Test CPU {host}"},
+                                          settings={"precision_floor_us": 0, "precision_pct": 0}))
 
 
 def test_the_fit_finds_each_host_s_price_of_a_switch_and_a_system_call(tmp_path):

@@ -61,6 +61,27 @@ def test_interval_takes_the_largest_bound_and_adds_the_reference_spread():
     assert own.bound == "pairs" and own.ratio.ci95_high - own.ratio.mean == pytest.approx(0.0024841, rel=1e-4)
 
 
+def test_target_is_five_percent_or_half_a_microsecond():
+    assert stopping.target_ns(30_000.0, stopping.ABS_TARGET_NS, stopping.REL_TARGET) == 1500.0  # 5% of 30 us
+    assert stopping.target_ns(-2_000.0, stopping.ABS_TARGET_NS, stopping.REL_TARGET) == 500.0  # the 0.5 us floor
+
+
+def test_the_reported_interval_is_never_narrower_than_the_target_but_met_judges_the_measured_one():
+    # Ratios 2.0, 2.001, 2.002 at 10,000 ns: own half 0.0024841 (24.8 ns) against a target of max(500, 500.5) ns.
+    # The fixed width: sd = 0.05005 x sqrt(3) / 4.302653 = 0.020148, half = 0.05005 in ratio, 500.5 ns.
+    iv = stopping.interval([2.0, 2.001, 2.002], 10_000.0, target=(ABS_NS, REL))
+    assert iv.bound == "target"
+    assert iv.sd == pytest.approx(0.020148, rel=1e-4)
+    assert iv.ratio.ci95_high - iv.ratio.mean == pytest.approx(0.05005, rel=1e-6)
+    assert iv.diff.ci95_high - iv.diff.mean == pytest.approx(500.5, rel=1e-6)
+    assert iv.stop_half == pytest.approx(0.0024841, rel=1e-4)
+    assert stopping.met(iv, 10_000.0, ABS_NS, REL)
+    # Wider than the target on its own: the target does not narrow it, and it is not met.
+    wide = stopping.interval([2.0, 2.1, 2.2], 10_000.0, target=(ABS_NS, REL))
+    assert wide.bound == "pairs" and wide.sd == pytest.approx(0.1)
+    assert not stopping.met(wide, 10_000.0, ABS_NS, REL)
+
+
 def test_one_pair_has_no_interval():
     iv = stopping.interval([1.5], 10_000.0, run_rel_sd=0.01)
     assert iv.ratio.half_width is None and iv.diff.mean == pytest.approx(5000.0)
@@ -119,7 +140,7 @@ def _simulate_run(rng: random.Random, family: str) -> list[dict]:
         spread = stopping.run_spread([s["pairs"] for s in servers])
         for s in todo:
             iv = stopping.interval(s["pairs"], REF_NS, within_var=stopping.within_variance(s["units"]),
-                                   run_rel_sd=spread)
+                                   run_rel_sd=spread, target=(ABS_NS, REL))
             s["interval"] = iv
             s["stop"] = stopping.decide(pairs=len(s["pairs"]), min_pairs=MIN_PAIRS, max_pairs=MAX_PAIRS,
                                         target_met=stopping.met(iv, REF_NS, ABS_NS, REL), failed=False,
@@ -143,5 +164,4 @@ def test_coverage_by_simulation(family):
           f"mean pairs {mean_pairs:.2f}")
     assert n >= 2000
     assert overall >= 0.93
-    if family != "mix":
-        assert at_min >= 0.90
+    assert at_min >= 0.90

@@ -134,7 +134,8 @@ def precision_table(r: RunResult) -> Table:
         if s.baseline:
             continue
         c = s.clients[s.primary]
-        ratio_half = None if c.ratio.half_width is None else c.ratio.half_width * c.ref
+        judged = c.interval.stop_half if c.interval is not None else c.ratio.half_width
+        ratio_half = None if judged is None else judged * c.ref
         shift = s.run_length_shift
         rows.append([s.name, str(s.diff.n), "/".join(str(q) for q in c.units), us(c.between_sd), us(c.within_sd),
                      us(_sd(c.unscaled_estimates)), us(_sd(c.estimates)), c.sd_bound or "-", us(ratio_half),
@@ -144,7 +145,7 @@ def precision_table(r: RunResult) -> Table:
                      f"[{shift.ci95_low * c.ref / 1000:.2f}, {shift.ci95_high * c.ref / 1000:.2f}]",
                      f"{s.seconds:.0f}", _share(s.measure_share)])
     cols = ("server", "pairs", "units per pair", "between-process sd [us]", "within-pair sd of a unit [us]",
-            "sd of pairs, unscaled [us]", "sd of pairs, scaled [us]", "sd from", "half-width, ratio [us]",
+            "sd of pairs, unscaled [us]", "sd of pairs, scaled [us]", "sd from", "half-width judged [us]",
             "half-width [us]", "target [us]", "met", "stopped", "4x run length [us]", "4x run length 95% CI [us]",
             "time [s]", "measuring")
     return cols, rows, set(range(1, len(cols)))
