@@ -11,6 +11,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from .rundir import portable_text
 from .servers import Server
 
 READY_TIMEOUT_S = 60.0
@@ -97,7 +98,7 @@ class ServerProcess:
             if self._stopped:
                 raise StartError(f"{self.server.name}: stopped before it started")
             log = self.log_path.open("w", encoding="utf-8", errors="replace")
-            log.write("$ " + " ".join(self.command) + "\n")
+            log.write("$ " + portable_text(" ".join(self.command)) + "\n")  # no machine folders in a kept log
             log.flush()
             self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True, text=True,

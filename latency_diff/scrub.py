@@ -113,6 +113,22 @@ def scrub_logs(run_dir: Path) -> int:
     return changed
 
 
+def scrub_plain_logs(run_dir: Path) -> int:
+    """Rewrites a benchmark's raw logs (logs/*.log, one per process, as the independent benchmark keeps them) without
+    the machine's folders; how many files changed."""
+    changed = 0
+    for path in sorted((run_dir / "logs").glob("*.log")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        new = text
+        for root in sorted({m.group(1) for m in _KIT_PATH.finditer(text)}, key=len, reverse=True):
+            new = rundir.portable_text(new, Path(root))
+        new = rundir.portable_text(new)
+        if new != text:
+            rundir.write_atomic(path, new)
+            changed += 1
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m latency_diff.scrub", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -121,15 +137,20 @@ def main(argv: list[str] | None = None) -> int:
     for run_dir in args.runs:
         path = run_dir / rundir.RUN
         changed = []
-        if path.is_file() or not (run_dir / rundir.LOGS).is_file():  # a benchmark's raw folder may hold logs only
+        plain = scrub_plain_logs(run_dir)
+        if plain:
+            changed.append(f"logs/*.log: {plain} file(s)")
+        raw = not path.is_file() and ((run_dir / rundir.LOGS).is_file() or (run_dir / "logs").is_dir())
+        if not raw:  # a benchmark's raw folder may hold logs only
             try:
                 run = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError) as e:
                 print(f"scrub: error: {path}: {e}", file=sys.stderr)
                 return 1
-            changed = scrub(run)
-            if changed:
+            in_run = scrub(run)
+            if in_run:
                 rundir.write_atomic(path, json.dumps(run, indent=2) + "\n")
+            changed += in_run
         logs = scrub_logs(run_dir)
         if logs:
             changed.append(f"{rundir.LOGS}: {logs} record(s)")

@@ -100,3 +100,23 @@ def test_scrub_takes_a_folder_with_logs_only(tmp_path):
     (tmp_path / rundir.LOGS).write_bytes(lzma.compress((json.dumps(rec) + "\n").encode()))
     assert scrub.main([str(tmp_path)]) == 0
     assert next(rundir.logs(tmp_path))["text"] == "$ <JDK>/bin/java -jar servers/jetty/target/jetty.jar"
+
+
+def test_scrub_takes_a_benchmarks_plain_logs(tmp_path):
+    # The independent benchmark keeps one plain log per process (logs/*.log), its first line the command.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "01-dummy.log").write_text("$ taskset -c 1 /usr/lib/jvm/jdk-25/bin/java -Xmx512m -jar "
+                                       "/home/me/kit/dummy-server/target/dummy.jar --port 0\nREADY dummy 4242\n")
+    (logs / "01-jetty.log").write_text("READY jetty 4243\n")
+    assert scrub.main([str(tmp_path)]) == 0
+    assert (logs / "01-dummy.log").read_text() == ("$ taskset -c 1 <JDK>/bin/java -Xmx512m -jar "
+                                                   "dummy-server/target/dummy.jar --port 0\nREADY dummy 4242\n")
+    assert (logs / "01-jetty.log").read_text() == "READY jetty 4243\n"
+    assert scrub.scrub_plain_logs(tmp_path) == 0  # nothing left to change
+
+
+def test_no_committed_plain_log_names_a_folder_of_the_machine():
+    for path in sorted((KIT_ROOT / "results").rglob("logs/*.log")):
+        first = path.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
+        assert not any(" /" in line for line in first), f"{path.relative_to(KIT_ROOT)}: {first}"
