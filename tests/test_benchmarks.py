@@ -11,7 +11,7 @@ import pytest
 from runs import make_paired_run
 
 from latency_diff import KIT_ROOT, evaluate, injector
-from latency_diff.bench import common, design, interleave, matrix, robustness, warmup, windows
+from latency_diff.bench import common, design, interleave, lend, matrix, robustness, warmup, windows
 from latency_diff.bench.__main__ import main as bench_main
 
 
@@ -194,6 +194,23 @@ def test_the_windows_benchmark_alternates_its_sides_and_prices_the_windows(tmp_p
     assert s["extra_records"] == pytest.approx(90.0 / 630.0)
     with pytest.raises(SystemExit, match="at least 1"):
         bench_main(["windows", "--pairs", "0", "--results-dir", str(tmp_path)])
+
+
+def test_the_lend_benchmark_alternates_on_and_off_and_compares_their_means(tmp_path):
+    assert windows.order(2, lend.SIDES) == ["on", "off", "off", "on"]
+    runs = [{"side": "on", "minutes": 9.0, "prepare_s": 12.0, "wait_s": 300.0, "measure_s": 400.0},
+            {"side": "off", "minutes": 10.0, "prepare_s": 15.0, "wait_s": 420.0, "measure_s": 400.0},
+            {"side": "off", "minutes": 11.0, "prepare_s": 17.0, "wait_s": 480.0, "measure_s": 410.0},
+            {"side": "on", "minutes": 9.5, "prepare_s": 13.0, "wait_s": 340.0, "measure_s": 410.0}]
+    s = lend.summarize(runs)
+    # on: 9.25 min, 12.5 s, 320 s; off: 10.5 min, 16.0 s, 450 s.
+    assert s["minutes"]["on"] == 9.25 and s["minutes"]["off"] == 10.5
+    assert s["minutes"]["change"] == pytest.approx(9.25 / 10.5 - 1)
+    assert s["prepare_s"]["change"] == pytest.approx(12.5 / 16.0 - 1)
+    assert s["wait_s"]["change"] == pytest.approx(320 / 450 - 1)
+    assert s["measure_s"]["change"] == pytest.approx(0.0)
+    with pytest.raises(SystemExit, match="at least 1"):
+        bench_main(["lend", "--rounds", "0", "--results-dir", str(tmp_path)])
 
 
 def test_the_jdks_matrix_runs_the_core_servers_on_17_21_and_the_runs_own(monkeypatch):

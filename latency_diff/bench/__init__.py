@@ -12,6 +12,7 @@
     windows     what counting and profiling cost: the same pairs with their windows and without
     independent the kit's ratio against a measurement made apart from it (own client, statistics, processes)
     firstrun    a newcomer's first run: a fresh clone, an empty HOME, the quick run of Undertow; minutes to the table
+    lend        lending the measured CPU while a process is prepared: the same pairs with --lend-cpu on and off
 
 Targets are measured here and in committed runs, never in tests. Each writes results/<name>-<time>/.
 """

@@ -13,6 +13,7 @@ from . import (
     firstrun,
     independent,
     interleave,
+    lend,
     matrix,
     pinning,
     repeat,
@@ -25,7 +26,7 @@ from . import (
 BENCHMARKS = {"robustness": robustness, "design": design, "interleave": interleave, "warmup": warmup,
               "pinning": pinning, "repeat": repeat, "matrix": matrix, "coverage": coverage,
               "sensitivity": sensitivity, "windows": windows, "independent": independent,
-              "firstrun": firstrun}
+              "firstrun": firstrun, "lend": lend}
 
 
 def main(argv: list[str] | None = None) -> int:

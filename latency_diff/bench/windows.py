@@ -42,11 +42,11 @@ def window_seconds(run_dir: Path) -> dict[str, float]:
     return {"count": count, "profile": profile, "run": float(files.run.get("seconds") or 0.0)}
 
 
-def order(rounds: int) -> list[str]:
+def order(rounds: int, sides: tuple[str, str] = ("with", "without")) -> list[str]:
     """with, without; without, with; ...: each side first in every other round."""
     out: list[str] = []
     for i in range(rounds):
-        out += ["with", "without"] if i % 2 == 0 else ["without", "with"]
+        out += list(sides) if i % 2 == 0 else list(reversed(sides))
     return out
 
 
