@@ -88,9 +88,8 @@ static inline int http1_connect(const char *host, const char *port, int timeout_
         return -1;
     }
     /* Back to blocking, with the timeout on the socket (SO_RCVTIMEO): a read is one recv() that
-     * sleeps until the response arrives, as an ordinary client's does. A poll() before each read
-     * costs the client a syscall a request and changes how much of the server's work after its
-     * write overlaps with the client's. A blocking send of a small request into an empty socket
+     * sleeps until the response arrives, as an ordinary client's does, without a poll() before it
+     * (one system call a request fewer). A blocking send of a small request into an empty socket
      * buffer returns at once. TCP_NODELAY: each request is one segment, sent now. */
     int one = 1;
     struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
