@@ -42,7 +42,7 @@ CPU_CHECK_ABS_NS = 1500.0
 CPU_CHECK_REL = 0.10
 CPU_CHECK_TICKS = 2
 #: Without waiting for the JIT, a JVM that served fewer requests than this is still interpreting and compiling
-#: while it is measured (the default profile warms up with this many and waits).
+#: while it is measured (the default profile warms up with half as many, then waits for the JIT and tops up).
 WARM_REQUESTS = 100_000
 #: The JIT compiler threads' share of a pair's measured time above which a server is warned about (its worst pair).
 #: Below it the JIT's work does not move the diff: over the 604 pairs of the committed default-profile runs (servers

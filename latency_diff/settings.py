@@ -22,7 +22,7 @@ from .servers import Server, ServerError, discover, select
 #: ab_requests: ab's ABBA quads per pair and requests per block; pairs: the least and most process pairs per
 #: server; budget: seconds per server after which no new pair starts for it.
 PROFILES: dict[str, dict] = {
-    "default": {"warmup": 100_000, "settle": "queue", "run_length": 256, "segment": 4096, "segments": 8,
+    "default": {"warmup": 50_000, "settle": "queue", "run_length": 256, "segment": 4096, "segments": 8,
                 "pair_warmup": 1000, "ab_quads": 1, "ab_requests": 4_000, "min_pairs": 3, "max_pairs": 40,
                 "budget": 75.0, "check_segments": 2, "count_requests": 20_000,
                 "profile_requests": 20_000},

@@ -49,7 +49,7 @@ DEFAULT = "default"
 #: must be a multiple of 2 x the run length (an ABBA quad of runs sends two runs to each process), so the
 #: longer runs come with longer segments.
 CONFIGS: dict[str, Config] = {
-    DEFAULT: Config((), "the driver's defaults: runs of 256 in segments of 4,096, warm-up 100,000, JIT wait queue, "
+    DEFAULT: Config((), "the driver's defaults: runs of 256 in segments of 4,096, warm-up 50,000, JIT wait queue, "
                         "both clients, preparing ahead, 8 segments in a first pair, 3 to 40 pairs"),
     "run-length-1024": Config(("--run-length", "1024"), "runs of 1,024 requests (default 256)"),
     "run-length-4096": Config(("--run-length", "4096", "--segment", "8192"),
@@ -57,10 +57,10 @@ CONFIGS: dict[str, Config] = {
     "hot-loop": Config(("--run-length", "16384", "--segment", "32768"),
                        "a hot loop: one ABBA quad of 16,384-request runs per segment of 32,768, so each process serves "
                        "16,384 to 32,768 requests in a row (the 2014 study measured one server alone)"),
-    "warmup-20000": Config(("--warmup", "20000"), "a warm-up of 20,000 requests (default 100,000)"),
-    "warmup-50000": Config(("--warmup", "50000"), "a warm-up of 50,000 requests (default 100,000); the JIT wait "
-                                                  "and its top-ups of a fifth of the warm-up as in the default"),
-    "warmup-400000": Config(("--warmup", "400000"), "a warm-up of 400,000 requests (default 100,000)"),
+    "warmup-20000": Config(("--warmup", "20000"), "a warm-up of 20,000 requests (default 50,000)"),
+    "warmup-100000": Config(("--warmup", "100000"), "a warm-up of 100,000 requests (default 50,000; the default "
+                                                    "before 27 November 2026)"),
+    "warmup-400000": Config(("--warmup", "400000"), "a warm-up of 400,000 requests (default 50,000)"),
     "settle-none": Config(("--settle", "none"), "no wait for the JIT after the warm-up (default: its queue empty)"),
     "settle-cpu": Config(("--settle", "cpu"), "the JIT wait until the compiler threads' CPU time stands still for 1 s "
                                               "(default: its queue empty)"),
@@ -81,6 +81,9 @@ CONFIGS: dict[str, Config] = {
     "other-cpu-busy": Config((), "the drift injector streaming memory on the other CPU (the preparing one), 20-60 s "
                                  "on and off", injector="drift"),
 }
+#: Configurations of earlier pages, no longer in CONFIGS, by what they were (for --from on a committed benchmark).
+RETIRED = {"warmup-50000": Config(("--warmup", "50000"), "a warm-up of 50,000 requests, against the default of "
+                                                        "100,000 before 27 November 2026 (now the default)")}
 #: Choices the driver has no flag for yet.
 MISSING = {"agent-off": "the java agent not loaded into the server processes",
            "dummy-per-pair": "a fresh dummy per pair instead of one shared by a round's pairs"}
@@ -236,7 +239,7 @@ def summarize(runs: list[tuple[str, str, RunResult]]) -> dict:
     configs = {}
     for name, idx in neighbours(order).items():
         mine = [r for _, c, r in runs if c == name]
-        known = CONFIGS.get(name)
+        known = CONFIGS.get(name) or RETIRED.get(name)
         configs[name] = {"flags": list(known.flags) if known else None,
                          "what": known.what if known else "(not in this kit's list of configurations)",
                          "injector": known.injector if known else None,
