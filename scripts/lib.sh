@@ -182,9 +182,12 @@ ensure_taskset() {
   die "taskset (util-linux) is missing: sudo apt-get install util-linux"
 }
 
-# Creates or updates the virtual environment with requirements.txt; sets PYTHON to its python.
+# Creates or updates the virtual environment with requirements.txt; sets PYTHON to its python. $1: "test" to add
+# requirements-test.txt (the test tools and the lint), which a run does not need. Each file's hash is stamped in the
+# venv, so an unchanged file is not installed again.
 ensure_venv() {
-  local python3 minor stamp want
+  local python3 minor file stamp want files=(requirements.txt)
+  [[ "${1:-}" == test ]] && files+=(requirements-test.txt)
   python3="$(command -v python3)" || die "python3 is missing: sudo apt-get install python3 python3-venv"
   minor="$("$python3" -c 'import sys; print(sys.version_info[1] if sys.version_info[0] == 3 else 0)')"
   (( minor >= MIN_PYTHON_MINOR )) || die "python3 is 3.${minor}; the kit needs 3.${MIN_PYTHON_MINOR} or newer"
@@ -197,14 +200,16 @@ ensure_venv() {
       "$python3" -m venv "$VENV" || die "could not create ${VENV}"
     fi
   fi
-  stamp="${VENV}/.requirements.sha256"
-  want="$(sha256sum "${KIT_ROOT}/requirements.txt" | cut -d' ' -f1)"
-  if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-    info "installing the Python packages of requirements.txt"
-    "${VENV}/bin/python" -m pip install -q --disable-pip-version-check -r "${KIT_ROOT}/requirements.txt" \
-      || die "pip could not install requirements.txt (see above); is PyPI reachable?"
-    echo "$want" >"$stamp"
-  fi
+  for file in "${files[@]}"; do
+    stamp="${VENV}/.${file%.txt}.sha256"
+    want="$(sha256sum "${KIT_ROOT}/${file}" | cut -d' ' -f1)"
+    if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+      info "installing the Python packages of ${file}"
+      "${VENV}/bin/python" -m pip install -q --disable-pip-version-check -r "${KIT_ROOT}/${file}" \
+        || die "pip could not install ${file} (see above); is PyPI reachable?"
+      echo "$want" >"$stamp"
+    fi
+  done
   PYTHON="${VENV}/bin/python"
   export PYTHON
 }

@@ -42,7 +42,7 @@ main() {
   ensure_shellcheck
   ensure_node
   ensure_chromium
-  ensure_venv
+  ensure_venv test
   ensure_perf
   ensure_async_profiler
   build_jars verify
