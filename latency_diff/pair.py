@@ -98,7 +98,7 @@ def prepare(ctx: Context, server: Server, port: int, tag: str, *, reference_leng
     (the process is then stopped)."""
     t0 = time.monotonic()
     stage.update(server=server.name, phase="start")
-    sock = ctx.agent_dir / f"{tag}.sock" if server.is_java else None
+    sock = ctx.agent_dir / f"{tag}.sock" if server.is_java and ctx.settings.agent else None
     flags = [*ctx.settings.jvm_flags, *([agent.jvm_flag(sock)] if sock else [])]
     proc = ServerProcess(server, port, ctx.writer.live_log(tag), jvm_flags=flags, cpu=ctx.prepare_cpu,
                          java=ctx.java)

@@ -91,6 +91,9 @@ class Settings:
     #: While the measured CPU waits for the preparing lane, the process being prepared may run on it too (its
     #: threads are pinned back to one CPU when it is handed over): shared pinning with preparing ahead only.
     lend_cpu: bool = True
+    #: The kit's java agent in every Java server process (allocation, GC and JIT counters; the compile queue that
+    #: the "queue" JIT wait asks for). Off: a method check (`bench.sh sensitivity`), with --settle cpu or none.
+    agent: bool = True
     #: Segments per pair of the run-length check (the interleaved client at 4x the run length); 0: none.
     check_segments: int = 0
     #: Requests to each process in the counting window after a server's first measured pair (system calls,
@@ -136,7 +139,7 @@ class Settings:
             "jvm_flags": self.jvm_flags, "results_dir": _portable(self.results_dir),
             "start_timeout_s": self.start_timeout,
             "allow_concurrent": self.allow_concurrent, "sources": self.sources, "compare": self.compare,
-            "hold_s": self.hold, "lend_cpu": self.lend_cpu,
+            "hold_s": self.hold, "lend_cpu": self.lend_cpu, "agent": self.agent,
             **({"left_out": self.left_out, "left_out_reason": self.left_out_reason} if self.left_out else {}),
             **({"notes": self.notes} if self.notes else {}),
         }
@@ -219,6 +222,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--lend-cpu", choices=("on", "off"), help="while the measured CPU waits for the next prepared "
                    "process, let that process run on both CPUs (nothing is measured meanwhile; it is pinned to the "
                    "measured CPU when handed over) (default on)")
+    p.add_argument("--agent", choices=("on", "off"), help="load the kit's java agent into every Java server "
+                   "process (allocation, GC and JIT counters, and the compile queue that --settle queue waits on); "
+                   "off: a check of the method (bench.sh sensitivity), with --settle cpu or none (default on)")
     p.add_argument("--hold", type=float, metavar="S", help="hold each prepared server process idle for at least S "
                    "seconds after its warm-up before it is measured: a check of the method (bench.sh sensitivity), "
                    "not for ranking (default 0)")
@@ -441,7 +447,11 @@ def resolve(args: argparse.Namespace) -> Settings:
         sources=sources, compare=[x.name for x in servers[:2]] if compare else None,
         hold=setting(args, "hold", 0.0, sources, non_negative),
         lend_cpu=setting(args, "lend_cpu", "on", sources, _choice(("on", "off"), "lend-cpu mode")) == "on",
+        agent=setting(args, "agent", "on", sources, _choice(("on", "off"), "agent mode")) == "on",
     )
+    if not s.agent and s.settle == "queue":
+        raise RunError("--agent off: the JIT wait --settle queue asks the agent for the compile queue; add --settle "
+                       "cpu (until the compiler threads' CPU time stands still) or --settle none")
     if s.max_pairs < s.min_pairs:
         raise RunError(f"--max-pairs {s.max_pairs} is below --min-pairs {s.min_pairs}")
     if not 1 <= s.port <= 65535 - 8:
@@ -510,6 +520,8 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
             ("profiling", f"{s.profile_requests:,} requests to the server after a JVM server's first pair "
              "(async-profiler)" if s.profile_requests else "off", "profile_requests"),
             ("warmup", f"{s.warmup:,} requests per process, then JIT wait: {s.settle}", "warmup"),
+            ("agent", "in every Java server process" if s.agent else "off: no allocation, GC or JIT counters",
+             "agent"),
             ("pinning", s.pinning, "pinning"), ("client cpu", s.client_cpu, "client_cpu"),
             ("server cpu", s.server_cpu, "server_cpu"),
             ("prepare cpu", "none: processes are prepared on the measured CPU" if s.prepare_cpu is None

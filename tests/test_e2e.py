@@ -184,6 +184,21 @@ def test_pinning_modes_and_single_clients_are_recorded(tmp_path, pinning, client
     assert (run_dir / "percentiles.png").exists() == (client == "lean")
 
 
+def test_without_the_agent_a_java_server_has_no_jvm_counters(tmp_path):
+    port = free_port()
+    proc = run_all("--quick", "--servers", "undertow", "--agent", "off", "--results-dir", str(tmp_path),
+                   "--port", str(port))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = the_run(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["settings"]["agent"] is False
+    undertow = next(s for s in summary["servers"] if s["name"] == "undertow")
+    assert undertow["valid"] and undertow["alloc_bytes"] is None  # measured, without the agent's counters
+    commands = [x["text"].splitlines()[0] for x in rundir.logs(run_dir) if x["kind"] == "log"]
+    assert any("undertow" in c for c in commands) and not any("-javaagent:" in c for c in commands)
+    assert nothing_left(port)
+
+
 THREAD_SPAWNER = """
 import threading, time
 threading.stack_size(256 * 1024)

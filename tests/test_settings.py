@@ -92,6 +92,15 @@ def test_lend_cpu_is_on_by_default_and_can_be_turned_off(monkeypatch):
     assert resolve([], monkeypatch, LATENCY_DIFF_LEND_CPU="off").lend_cpu is False
 
 
+def test_the_agent_is_on_by_default_and_off_needs_a_jit_wait_of_its_own(monkeypatch):
+    assert resolve([], monkeypatch).agent is True
+    with pytest.raises(RunError, match="--agent off: the JIT wait --settle queue asks the agent"):
+        resolve(["--agent", "off"], monkeypatch)  # the default profile waits on the agent's compile queue
+    off = resolve(["--agent", "off", "--settle", "cpu"], monkeypatch)
+    assert off.agent is False and off.to_dict()["agent"] is False
+    assert resolve(["--quick"], monkeypatch, LATENCY_DIFF_AGENT="off").agent is False  # quick does not wait
+
+
 def test_profiles_says_whether_a_run_needs_async_profiler(monkeypatch):
     for k in list(__import__("os").environ):
         if k.startswith("LATENCY_DIFF_"):

@@ -12,8 +12,7 @@ compared with the default runs just before and after it (so that a drift of the 
 cancels to first order), and the page shows the default's ratio across its runs: that spread is the
 yardstick for every change. Without it, one default run (R runs) is shared by every comparison.
 
-Not varied yet, for want of a flag (add each to CONFIGS with one line when the driver has it):
-- agent-off: the java agent (allocation, GC and JIT counts) not loaded into the server processes;
+Not varied yet, for want of a flag (add it to CONFIGS with one line when the driver has it):
 - dummy-per-pair: a fresh dummy for every pair instead of one dummy shared by a round's pairs.
 
 `--from DIR` computes the page again from the runs under DIR (its NN-CONFIGURATION folders, e.g. made
@@ -69,6 +68,9 @@ CONFIGS: dict[str, Config] = {
                       "is measured (default: measured when its turn comes)"),
     "lean-hold-30": Config(("--client", "lean", "--hold", "30"), "the lean client alone, each prepared server process "
                            "held idle for 30 s (against client-lean: does idling alone move the ratio?)"),
+    "agent-off": Config(("--agent", "off", "--settle", "cpu"), "the kit's java agent not loaded into the server "
+                        "processes, so the JIT wait is the compiler threads' CPU time (against settle-cpu: does the "
+                        "agent alone move the ratio?)"),
     "prepare-ahead-off": Config(("--prepare-ahead", "off"), "no preparing ahead: each pair's processes start and warm "
                                                            "up on the measured CPU (default: on the other CPU)"),
     "lend-off": Config(("--lend-cpu", "off"), "the measured CPU not lent to the process being prepared while it "
@@ -85,8 +87,7 @@ CONFIGS: dict[str, Config] = {
 RETIRED = {"warmup-50000": Config(("--warmup", "50000"), "a warm-up of 50,000 requests, against the default of "
                                                         "100,000 before 27 November 2026 (now the default)")}
 #: Choices the driver has no flag for yet.
-MISSING = {"agent-off": "the java agent not loaded into the server processes",
-           "dummy-per-pair": "a fresh dummy per pair instead of one shared by a round's pairs"}
+MISSING = {"dummy-per-pair": "a fresh dummy per pair instead of one shared by a round's pairs"}
 FOLDER = re.compile(r"^(\d+)-(.+)$")
 
 
