@@ -301,10 +301,12 @@ def _profile_of(s: ServerResult, meta: dict[str, dict]) -> None:
         samples, shares = profiling.where_time_goes(p.stacks, server_pkg, framework_pkg)  # type: ignore[arg-type]
     except ValueError as e:
         raise AnalysisError(f"{s.name} pair {p.pair}: its profile: {e}") from e
-    cpu_us = s.cpu.mean / 1000 if s.cpu is not None else None
+    costs = [q.costs["server"] for q in s.pairs if q.valid and "server" in q.costs]
+    us = (profiling.per_request(shares, statistics.fmean(c.cpu_ns for c in costs),
+                                statistics.fmean(c.jit_ns for c in costs)) if costs else None)
     s.profile = {"pair": p.pair, "event": (p.profile or {}).get("event"), "samples": samples,
                  "shares": {g: round(v, 4) for g, v in shares.items()},
-                 "us_per_request": None if cpu_us is None else {g: round(v * cpu_us, 3) for g, v in shares.items()},
+                 "us_per_request": None if us is None else {g: round(v, 3) for g, v in us.items()},
                  "flamegraph": flamegraph_name(s.name)}
 
 

@@ -18,7 +18,10 @@ The groups of a sample, by its thread and its innermost frames (`group`):
 - framework: the framework's own package;
 - other libraries: any other Java frame (the server's module, Kotlin, Jackson, ...);
 - JVM and native: no Java frame at all in a request thread (the interpreter, stubs, libc).
-Per request: the group's share of the server's samples x the server's CPU per request (from the measured pairs).
+Per request (`per_request`): the measured pairs' CPU per request outside the JIT compiler threads, split by the
+other groups' shares of the samples; and the JIT compiler's own CPU per request in the measured pairs. The window's
+compiler threads are not the measured loop's: its traffic (two connections to the server) makes some servers
+compile new paths, up to half of a window's samples, where the measured phase's JIT is a few percent of the CPU.
 """
 
 from __future__ import annotations
@@ -174,6 +177,15 @@ def parse_collapsed(text: str) -> list[tuple[list[str], int]]:
             raise ValueError(f"collapsed stacks, line {n}: no sample count: {line[:80]!r}")
         out.append((stack.split(";"), int(count)))
     return out
+
+
+def per_request(shares: dict[str, float], cpu_ns: float, jit_ns: float) -> dict[str, float]:
+    """Microseconds per request by group (see the module doc): cpu_ns and jit_ns are the measured pairs' CPU per
+    request, all threads, and that of the JIT compiler threads alone."""
+    rest = 1.0 - shares.get("JIT compiler", 0.0)
+    work = max(cpu_ns - jit_ns, 0.0) / 1000
+    return {g: (jit_ns / 1000 if g == "JIT compiler" else (v / rest * work if rest > 0 else 0.0))
+            for g, v in shares.items()}
 
 
 def where_time_goes(text: str, server_pkg: tuple[str, ...], framework_pkg: tuple[str, ...] = ()

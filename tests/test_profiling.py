@@ -53,3 +53,15 @@ def test_collapsed_stacks_are_read_strictly():
     with pytest.raises(ValueError, match="line 2: no sample count"):
         profiling.parse_collapsed("a;b 3\na;b\n")
     assert profiling.where_time_goes("", ("x/",)) == (0, {g: 0.0 for g in profiling.GROUPS})
+
+
+def test_per_request_splits_the_cpu_outside_the_jit_and_keeps_the_measured_jit():
+    # The window: 40% JIT compiler (its own compiles), 30% kernel, 30% server library. The measured pairs: 10,000 ns
+    # a request, 200 of it the JIT's. Outside the JIT: 9.8 us, split 30:30 of the 60% -> 4.9 and 4.9; JIT 0.2.
+    shares = {g: 0.0 for g in profiling.GROUPS} | {"JIT compiler": 0.4, "kernel": 0.3, "server library": 0.3}
+    us = profiling.per_request(shares, 10_000.0, 200.0)
+    assert us["kernel"] == pytest.approx(4.9) and us["server library"] == pytest.approx(4.9)
+    assert us["JIT compiler"] == pytest.approx(0.2) and us["GC and VM"] == 0.0
+    assert sum(us.values()) == pytest.approx(10.0)  # the measured CPU per request, every group together
+    only_jit = profiling.per_request({"JIT compiler": 1.0, "kernel": 0.0}, 10_000.0, 200.0)
+    assert only_jit == {"JIT compiler": pytest.approx(0.2), "kernel": 0.0}

@@ -363,9 +363,10 @@ SECTIONS = (
      "host allows), taken after its counting window in the same processes: each sample is put in a group by its "
      "thread and its innermost frames (kernel; the JDK's networking and NIO, or the rest of the JDK; the server's "
      "library, and for a framework the servers below it; the framework's own code; other libraries; the JVM and "
-     "native code; GC and VM threads; the JIT compiler), and a group's share of the samples times the server's CPU "
-     "per request (from its measured pairs) is its microseconds per request. The flame graph is next to the "
-     "report.", profile_table),
+     "native code; GC and VM threads; the JIT compiler). The server's CPU per request outside its JIT compiler "
+     "threads, from its measured pairs, is split by the other groups' shares of the samples; the JIT column is the "
+     "compiler threads' CPU per request in the measured pairs (the window's own compiles, for the new paths its two "
+     "connections take, are left out). The flame graph is next to the report.", profile_table),
     ("The two clients", "The lean client's and ab's diffs from the same pairs, each scaled to its own reference "
      "baseline round trip; with their intervals they should agree (each client's own cost per request is in both "
      "processes' round trips, and cancels).", client_table),
