@@ -42,7 +42,7 @@ main() {
   fi
   ensure_ab
   ensure_taskset
-  ensure_venv
+  ensure_venv run
   ensure_perf
   ensure_async_profiler
   build_jars package

@@ -33,7 +33,7 @@ main() {
     shift
   done
   find_jdk
-  ensure_venv
+  ensure_venv run
   build_jars "$goal" "$force" "$servers"
   build_native "$force"
 }

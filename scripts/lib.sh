@@ -182,12 +182,16 @@ ensure_taskset() {
   die "taskset (util-linux) is missing: sudo apt-get install util-linux"
 }
 
-# Creates or updates the virtual environment with requirements.txt; sets PYTHON to its python. $1: "test" to add
-# requirements-test.txt (the test tools and the lint), which a run does not need. Each file's hash is stamped in the
+# Creates or updates the virtual environment with requirements.txt; sets PYTHON to its python. $1: "run" for that,
+# "test" to add requirements-test.txt (the test tools and the lint), which a run does not need. Each file's hash is stamped in the
 # venv, so an unchanged file is not installed again.
 ensure_venv() {
   local python3 minor file stamp want files=(requirements.txt)
-  [[ "${1:-}" == test ]] && files+=(requirements-test.txt)
+  case "${1:-}" in
+    run) ;;
+    test) files+=(requirements-test.txt) ;;
+    *) die "ensure_venv: expected run or test, got '${1:-}'" ;;
+  esac
   python3="$(command -v python3)" || die "python3 is missing: sudo apt-get install python3 python3-venv"
   minor="$("$python3" -c 'import sys; print(sys.version_info[1] if sys.version_info[0] == 3 else 0)')"
   (( minor >= MIN_PYTHON_MINOR )) || die "python3 is 3.${minor}; the kit needs 3.${MIN_PYTHON_MINOR} or newer"

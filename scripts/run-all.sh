@@ -52,7 +52,7 @@ main() {
   ensure_ab
   ensure_taskset
   ensure_node
-  ensure_venv
+  ensure_venv run
   ensure_perf
   # Only a run that profiles needs async-profiler (on a new machine its fetch is most of the set-up).
   if "$PYTHON" -m latency_diff.settings profiles "$@" 2>/dev/null; then
