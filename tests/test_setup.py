@@ -58,12 +58,12 @@ def test_missing_ab_says_which_package(tmp_path):
 
 
 def test_missing_or_old_python(tmp_path):
-    proc = lib("ensure_venv", {"PATH": str(tmp_path)})
+    proc = lib("ensure_venv run", {"PATH": str(tmp_path)})
     assert proc.returncode == 1 and "python3 is missing" in proc.stderr
     py = tmp_path / "python3"
     py.write_text("#!/bin/sh\necho 9\n")
     py.chmod(0o755)
-    proc = lib("ensure_venv", {"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    proc = lib("ensure_venv run", {"PATH": f"{tmp_path}:/usr/bin:/bin"})
     assert proc.returncode == 1 and "python3 is 3.9; the kit needs 3.11 or newer" in proc.stderr
 
 
