@@ -346,7 +346,9 @@ class Run:
         if not units:
             return
         ref = self.schedule.reference_ns() or statistics.fmean(u.base_ns for u in units)
-        st.record(units, rec.seconds["total"], rec.seconds.get("measure", 0.0), ref)
+        st.record(units, rec.seconds["total"], rec.seconds.get("measure", 0.0), ref,
+                  windows_s=rec.seconds.get("count", 0.0) + rec.seconds.get("profile", 0.0),
+                  prepare_s=rec.process.prepare_s if rec.process else None)
         self.progress.say(f"{st.server.name}-p{rec.pair}: {self.schedule.status(st, self.settings)}; "
                           f"{rec.seconds['total']:.0f} s ({rec.seconds.get('measure', 0):.0f} s measuring)")
         self.progress.left_s = self.schedule.seconds_left(self.settings)

@@ -2,8 +2,8 @@
 
 Every server gets --min-pairs process pairs, one per round, in an order that rotates from round to
 round. After each pair the stopping rule (stopping.py, its one home) looks at the server's interval:
-it stops when the interval is within the precision target, at --max-pairs, when another pair (at the
-mean cost of its pairs so far) no longer fits in its --budget, or when a pair failed; the reason is
+it stops when the interval is within the precision target, at --max-pairs, when another pair (at its
+expected cost, ServerState.cost) no longer fits in its --budget, or when a pair failed; the reason is
 kept and recorded in run.json. Diffs are scaled to the run's reference baseline round trip so far, as
 the analysis will scale them. The segments per pair follow the measured variances
 (paired.optimal_units): where the JVM-to-JVM spread dominates, a pair gets fewer segments, so that the
@@ -25,8 +25,9 @@ from .stats import CONFIDENCE, t_quantile
 #: A pair measures at least long enough to fill this share of a process's preparation time (the recent median):
 #: the measured CPU would wait for the next process meanwhile anyway.
 FILL_SHARE = 0.8
-#: The time-left estimate's prior for the pairs a server takes beyond --min-pairs: 1.0, as in the README's run of
-#: every server (149 pairs for 37 rows of at least 3), weighed as PRIOR_WEIGHT servers.
+#: The time-left estimate's prior for the pairs a server takes beyond --min-pairs: 1.0, as in the run of every server of
+#: 25 November (149 pairs for 37 rows of at least 3; 0.6 to 2.1 in the runs of 26 and 27 November), weighed as
+#: PRIOR_WEIGHT servers.
 PRIOR_EXTRA_PAIRS, PRIOR_WEIGHT = 1.0, 5
 
 
@@ -36,10 +37,16 @@ class ServerState:
     segments: int
     #: The headline client's units of each measured pair.
     pair_units: list[list[paired.Unit]] = field(default_factory=list)
-    #: Each measured pair's time on the measured CPU, and the part of it spent measuring.
+    #: Each measured pair's estimate from those units (kept: the schedule looks at them after every pair).
+    pair_estimates: list[paired.PairEstimate] = field(default_factory=list)
+    #: Each measured pair's time on the measured CPU without its counting and profiling windows (a server's first
+    #: pairs only: they are not its precision budget), and the part of it spent measuring.
     pair_seconds: list[float] = field(default_factory=list)
     measure_seconds: list[float] = field(default_factory=list)
-    #: Seconds of the measured CPU's time this server has used (its pairs, and its pairs that failed).
+    #: The first measured pair's time with its windows: what a server not measured yet is expected to cost first.
+    first_pair_seconds: float | None = None
+    first_prepare_seconds: float | None = None
+    #: Seconds of the measured CPU's time this server has used (its pairs, and its pairs that failed), windows aside.
     spent: float = 0.0
     failed: str | None = None
     #: Processes started for it so far (a process prepared ahead may go unmeasured).
@@ -47,26 +54,41 @@ class ServerState:
     #: Why it gets no more pairs (stopping.REASONS), once decided.
     stopped: str | None = None
 
+    def cost(self) -> float:
+        """The measured CPU's expected time for a further pair, windows aside: the median of its pairs after the first;
+        after the first alone, at least its process's preparation time. The first pair's preparation overlapped the
+        pairs and windows before it; a further pair mostly waits for its process to be prepared (in the committed runs
+        of every server, a later pair's time is 0.96-0.98 of its process's preparation, the median)."""
+        if len(self.pair_seconds) > 1:
+            return statistics.median(self.pair_seconds[1:])
+        return max(self.pair_seconds[0], self.first_prepare_seconds or 0.0)
+
     @property
     def pairs(self) -> int:
         return len(self.pair_units)
 
     def ratios(self) -> list[float]:
-        return [paired.estimate(u).ratio for u in self.pair_units]
+        return [e.ratio for e in self.pair_estimates]
 
     def within_variance(self) -> float | None:
         return stopping.within_variance([[u.ratio for u in units] for units in self.pair_units])
 
-    def record(self, units: list[paired.Unit], pair_s: float, measure_s: float, ref_ns: float) -> None:
-        """A measured pair: its units, its time, and the segments for the next one (Kalibera and Jones)."""
+    def record(self, units: list[paired.Unit], pair_s: float, measure_s: float, ref_ns: float,
+               windows_s: float = 0.0, prepare_s: float | None = None) -> None:
+        """A measured pair: its units, its time (windows_s of it counting and profiling), its server process's
+        preparation time, and the segments for the next one (Kalibera and Jones)."""
         self.pair_units.append(units)
-        self.pair_seconds.append(pair_s)
+        self.pair_estimates.append(paired.estimate(units))
+        if self.first_pair_seconds is None:
+            self.first_pair_seconds = pair_s
+            self.first_prepare_seconds = prepare_s
+        self.pair_seconds.append(pair_s - windows_s)
         self.measure_seconds.append(measure_s)
         scaled = [paired.unit_scaled(u, ref_ns) for u in self.pair_units]
         within = paired.within_variance(scaled)
         between = paired.between_variance(scaled, within)
         unit_s = sum(self.measure_seconds) / max(sum(len(u) for u in self.pair_units), 1)
-        setup_s = max(statistics.fmean(self.pair_seconds) - statistics.fmean(self.measure_seconds), 0.0)
+        setup_s = max(self.cost() - statistics.fmean(self.measure_seconds), 0.0)
         self.segments = paired.optimal_units(within, between, setup_s, unit_s, MIN_SEGMENTS, MAX_SEGMENTS,
                                              self.segments)
 
@@ -77,7 +99,7 @@ class Schedule:
 
     def reference_ns(self) -> float | None:
         """The reference baseline round trip of the pairs so far (the analysis takes it over all of them)."""
-        bases = [paired.estimate(u).base_ns for st in self.states for u in st.pair_units]
+        bases = [e.base_ns for st in self.states for e in st.pair_estimates]
         return paired.reference_ns(bases) if bases else None
 
     def run_spread(self) -> float | None:
@@ -100,7 +122,7 @@ class Schedule:
         st.stopped = stopping.decide(
             pairs=st.pairs, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs,
             target_met=self.met(st, settings), failed=st.failed is not None, spent_s=st.spent,
-            next_pair_s=statistics.fmean(st.pair_seconds) if st.pair_seconds else None, budget_s=settings.budget)
+            next_pair_s=st.cost() if st.pair_seconds else None, budget_s=settings.budget)
         return st.stopped
 
     def wants_more(self, st: ServerState, settings: Settings) -> bool:
@@ -133,18 +155,19 @@ class Schedule:
     def seconds_left(self, settings: Settings) -> float | None:
         """The measured CPU's time still to come: each server's expected further pairs times its cost per pair.
 
-        A server's cost is the mean of its pairs so far, or, before its first, the median first pair of the servers
-        measured so far. Its further pairs: those up to --min-pairs, then as many as its interval needs (the
-        half-width narrows with the square root of the pairs), or, with no interval yet, the mean number of pairs
+        A server's cost is ServerState.cost, or, before its first pair, the median first pair of the servers measured
+        so far, windows included. Its further pairs: those up to --min-pairs, then as many as its interval needs from
+        its second pair on (the half-width narrows with the square root of the pairs; a server that has not stopped
+        gets at least one more), or, with no interval yet, the mean number of pairs
         beyond --min-pairs that the servers stopped so far took (1 before any has stopped); never more than
         --max-pairs or its budget affords."""
         measured = [st for st in self.states if st.pair_seconds]
         if not measured:
             return None
-        typical = statistics.median(st.pair_seconds[0] for st in measured)
+        typical = statistics.median(st.first_pair_seconds or st.pair_seconds[0] for st in measured)
         projected: dict[str, float | None] = {}
         for st in self.states:
-            cost = statistics.fmean(st.pair_seconds) if st.pair_seconds else typical
+            cost = st.cost() if st.pair_seconds else typical
             affordable = max(settings.min_pairs, st.pairs + int(max(settings.budget - st.spent, 0.0) // cost))
             needed = None if st.failed else st.pairs if st.stopped else self._pairs_needed(st, settings)
             projected[st.server.name] = None if needed is None else \
@@ -157,7 +180,7 @@ class Schedule:
         for st in self.states:
             if st.failed or st.stopped:
                 continue
-            cost = statistics.fmean(st.pair_seconds) if st.pair_seconds else typical
+            cost = st.cost() if st.pair_seconds else typical
             affordable = max(settings.min_pairs, st.pairs + int(max(settings.budget - st.spent, 0.0) // cost))
             total = projected[st.server.name]
             total = min(settings.min_pairs + extra, affordable, settings.max_pairs) if total is None else total
@@ -167,10 +190,12 @@ class Schedule:
     def _pairs_needed(self, st: ServerState, settings: Settings) -> float | None:
         """The fewest pairs whose interval would meet the target if the sd stayed what it is now."""
         iv, ref = self.interval(st), self.reference_ns()
-        if iv is None or ref is None or iv.sd is None or st.pairs < settings.min_pairs:
+        if iv is None or ref is None or iv.sd is None or st.pairs < 2:
             return None
+        if st.pairs >= settings.min_pairs and self.met(st, settings):
+            return st.pairs
         goal = stopping.target_ns(iv.diff.mean, settings.precision_floor * 1000, settings.precision / 100)
-        for n in range(max(st.pairs, 2), settings.max_pairs + 1):
+        for n in range(max(st.pairs + 1, 2), settings.max_pairs + 1):
             if t_quantile(0.5 + CONFIDENCE / 2, n - 1) * iv.sd * ref / math.sqrt(n) <= goal:
                 return n
         return settings.max_pairs

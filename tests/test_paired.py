@@ -138,6 +138,25 @@ def test_stopping_rule():
     assert st.pairs == 5 and not sch.wants_more(st, s) and st.stopped == "max pairs"  # --max-pairs 5
 
 
+def test_a_further_pair_costs_its_preparation_not_the_first_pairs_windows():
+    st = _state()
+    # The first pair: 18 s on the measured CPU, 10 s of it counting and profiling; its process prepared in 12 s
+    # while the pairs before it measured. A further pair waits for its own process: 12 s, not 18 and not 8.
+    st.record(_units(10_000, 20_000), 18.0, 2.0, 10_000, windows_s=10.0, prepare_s=12.0)
+    assert st.first_pair_seconds == 18.0 and st.pair_seconds == [8.0] and st.cost() == 12.0
+    # After that, the median of the pairs after the first (windows aside): 9 and 14 and 10 -> 10.
+    for pair_s, server in ((9.0, 24_000), (14.0, 28_000), (10.0, 32_000)):  # ratios far apart: never met
+        st.record(_units(10_000, server), pair_s, 2.0, 10_000)
+    assert st.cost() == 10.0
+    # The budget rule asks the same: 60 s spent, 10 more fit a budget of 70, 11 would not.
+    s = _settings(budget=70.0, max_pairs=40)
+    sch = schedule.Schedule([st])
+    st.spent = 60.0
+    assert sch.decide(st, s) is None
+    st.spent = 60.5
+    assert sch.decide(st, s) == "budget"
+
+
 def test_the_run_spread_keeps_a_lucky_server_from_stopping():
     # Servers a and b: ratios 2.0, 2.2, 2.4 (sd/mean 0.2/2.2 = 0.0909); c: 1.5, 1.5, 1.5 (0). The run's bound is
     # the median, 0.0909: c's sd is taken as 0.0909 x 1.5 = 0.1364, half-width 4.303 x 0.1364 / sqrt(3) = 0.3388,
