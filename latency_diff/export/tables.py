@@ -68,6 +68,18 @@ def _met(s: ServerResult) -> str:
     return "-" if s.target_met is None or s.diff is None or s.diff.n < 2 else ("yes" if s.target_met else "NO")
 
 
+#: The stop reason of a server that met its target when it stopped but not in the analysis.
+MET_THEN = "met then"
+
+
+def _stopped(s: ServerResult) -> str:
+    """Why the server got no more pairs; "met then" where the look that stopped it met the target, but the run's
+    reference round trip and spread between JVMs at its end (which the analysis uses) put it over."""
+    if s.stop == "met" and s.target_met is False:
+        return MET_THEN
+    return s.stop or "-"
+
+
 # -- tables ----------------------------------------------------------------------------------------
 def main_table(r: RunResult, *, compact: bool = False) -> Table:
     """The headline: each server's scaled diff with its interval, its ratio, the pairs it took and whether the target
@@ -86,7 +98,7 @@ def main_table(r: RunResult, *, compact: bool = False) -> Table:
             diff = us(s.diff.mean) + (f" ({s.primary})" if s.primary != r.primary else "") + \
                 (f" {NOT_SIGNIFICANT}" if s.differs_from_previous is False else "")
             row = [_name(s), _version(s), s.threading, s.http, diff, ci_text(s.diff), f"{c.ratio.mean:.3f}",
-                   f"±{us(s.target)}", str(s.diff.n), _met(s), s.stop or "-", _share(s.measure_share),
+                   f"±{us(s.target)}", str(s.diff.n), _met(s), _stopped(s), _share(s.measure_share),
                    _mean(c.unscaled_diff),
                    _mean(ab.diff if ab else None), ci_text(ab.diff if ab else None), _mean(s.cpu_diff),
                    _num(s.alloc)]
@@ -139,7 +151,7 @@ def precision_table(r: RunResult) -> Table:
         shift = s.run_length_shift
         rows.append([s.name, str(s.diff.n), "/".join(str(q) for q in c.units), us(c.between_sd), us(c.within_sd),
                      us(_sd(c.unscaled_estimates)), us(_sd(c.estimates)), c.sd_bound or "-", us(ratio_half),
-                     us(s.diff.half_width), us(s.target), _met(s), s.stop or "-",
+                     us(s.diff.half_width), us(s.target), _met(s), _stopped(s),
                      "-" if shift is None else f"{shift.mean * c.ref / 1000:+.2f}",
                      "-" if shift is None or shift.ci95_low is None else
                      f"[{shift.ci95_low * c.ref / 1000:.2f}, {shift.ci95_high * c.ref / 1000:.2f}]",
@@ -340,7 +352,8 @@ SECTIONS = (
      "to the measured variances, Kalibera and Jones 2013), the spread between pairs (JVM-to-JVM) and within a pair "
      "(one unit), the spread of the pairs' diffs before and after the scaling, which bound the interval's sd came "
      "from (its pairs, the units' noise, or the run's spread: docs/method.md), the ratio's half-width and the "
-     "diff's (which adds the reference's own spread) against the target, why the server stopped, the run-length "
+     "diff's (which adds the reference's own spread) against the target, why the server stopped (\"met then\": "
+     "met at the look that stopped it, not at the run's final reference and spread), the run-length "
      "check (the diff at 4x the run length minus the diff, same processes), the time spent on the measured CPU, and "
      "the share of it spent measuring.", precision_table),
     ("Percentiles", "Round trip by percentile over every segment of a server (lean client); a value is the top of its "
@@ -435,7 +448,9 @@ def legend(r: RunResult) -> str:
             "different from the row above, do not rank the two (not transitive: a row may be apart from the one two "
             "above it); ratio: server over dummy round trip; target: the "
             "half-width the ratio's interval had to reach (in us at the reference); met: whether it did; stopped: why "
-            "the run gave the server no more pairs (met, budget, max pairs, failed); measuring: the share of the "
+            f"the run gave the server no more pairs (met, budget, max pairs, failed; {MET_THEN}: the look that "
+            "stopped it met the target at the reference round trip and spread between JVMs of that moment, and the "
+            "run's final ones, which this table uses, put it over); measuring: the share of the "
             "server's time on "
             "the measured CPU spent measuring; unscaled: the diff without the scaling; CPU diff: the server's CPU "
             "time per request minus the dummy's (/proc, both without their JIT compiler threads), a cross-check under "
