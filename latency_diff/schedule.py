@@ -188,7 +188,8 @@ class Schedule:
         return left
 
     def _pairs_needed(self, st: ServerState, settings: Settings) -> float | None:
-        """The fewest pairs whose interval would meet the target if the sd stayed what it is now."""
+        """The fewest pairs whose interval would meet the target if the sd stayed what it is now: its pairs so far if it
+        meets it now, else at least one more (a server that has not stopped gets another pair)."""
         iv, ref = self.interval(st), self.reference_ns()
         if iv is None or ref is None or iv.sd is None or st.pairs < 2:
             return None

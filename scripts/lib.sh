@@ -183,8 +183,8 @@ ensure_taskset() {
 }
 
 # Creates or updates the virtual environment with requirements.txt; sets PYTHON to its python. $1: "run" for that,
-# "test" to add requirements-test.txt (the test tools and the lint), which a run does not need. Each file's hash is stamped in the
-# venv, so an unchanged file is not installed again.
+# "test" to add requirements-test.txt (the test tools and the lint), which a run does not need. Each file's hash is
+# stamped in the venv, so an unchanged file is not installed again.
 ensure_venv() {
   local python3 minor file stamp want files=(requirements.txt)
   case "${1:-}" in
