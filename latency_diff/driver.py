@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import json
 import shutil
 import statistics
 import tempfile
@@ -352,6 +353,10 @@ class Run:
         self.progress.say(f"{st.server.name}-p{rec.pair}: {self.schedule.status(st, self.settings)}; "
                           f"{rec.seconds['total']:.0f} s ({rec.seconds.get('measure', 0):.0f} s measuring)")
         self.progress.left_s = self.schedule.seconds_left(self.settings)
+        # On record, so that the estimate can be set against the time the run then took (tests/test_progress.py).
+        self.writer.log("progress", f"{st.server.name}-p{rec.pair}", json.dumps(
+            {"elapsed_s": round(time.monotonic() - self.progress.started, 1),
+             "left_s": None if self.progress.left_s is None else round(self.progress.left_s, 1)}))
 
     def stop_all(self) -> None:
         self.ctx.stop_everything()

@@ -129,7 +129,8 @@ class Writer:
         self._append(APPENDING[BLOCKS], gzip_member(json.dumps(record.to_json())), sync=True)
 
     def log(self, kind: str, tag: str, text: str) -> None:
-        """kind: "log" (a process's output) or "response" (its conformance-checked response, as latin-1 text)."""
+        """kind: "log" (a process's output), "response" (its conformance-checked response, as latin-1 text),
+        "progress" (the time-left estimate after a pair, JSON), or a window's "profile" or "flamegraph"."""
         self._append(APPENDING[LOGS], gzip_member(json.dumps({"kind": kind, "tag": tag, "text": portable_text(text)})),
                      sync=True)
 
