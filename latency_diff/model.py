@@ -186,8 +186,8 @@ class ServerResult:
     clients_agree: bool | None = None
     #: Whether the scaled and the unscaled diff's intervals overlap (None: fewer than 2 pairs).
     scaling_agrees: bool | None = None
-    #: Why the run gave it no more pairs (stopping.REASONS: met, budget, max pairs, failed) and after how many; None
-    #: for a run that did not record it (before the rule had one home) or a server it never stopped.
+    #: Why the run gave it no more pairs (stopping.REASONS: met, budget, out of reach, max pairs, failed) and after how
+    #: many; None for a run that did not record it (before the rule had one home) or a server it never stopped.
     stop: str | None = None
     stop_pairs: int | None = None
     #: The run-length check: per pair, the ratio at 4x the run length minus the pair's ratio; mean and interval

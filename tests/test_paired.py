@@ -138,6 +138,24 @@ def test_stopping_rule():
     assert st.pairs == 5 and not sch.wants_more(st, s) and st.stopped == "max pairs"  # --max-pairs 5
 
 
+def test_a_server_whose_pairs_are_out_of_reach_stops_at_once():
+    s = _settings(max_pairs=40)
+    for ratios, spent, reason in (((2.34, 2.40, 2.46), 30.0, None), ((2.0, 2.4, 2.8), 30.0, "out of reach")):
+        sch = schedule.Schedule([_state()])
+        st = sch.states[0]
+        for r in ratios:
+            st.record(_units(10_000, round(10_000 * r)), 10.0, 6.0, 10_000)
+        st.spent = spent
+        # Mean 2.40 at a reference of 10,000: a diff of 14,000 ns, a target of 700 ns (0.07 in ratio). With an sd of
+        # 0.06, 6 pairs would meet it (t(5) x 0.06 / sqrt(6) = 0.063; 5 pairs: 0.074): 30 + 3 x 10 = 60 s, within
+        # 1.5 x 60 = 90. With an sd of 0.4 not even 40 pairs would: 30 + 37 x 10 = 400 s, out of reach at once,
+        # though another pair would fit the budget (30 + 10 <= 60).
+        assert sch._pairs_needed(st, s) == (6 if reason is None else 40)
+        assert sch.decide(st, s) == reason
+        # The time-left estimate projects the same: 3 more pairs of 10 s, or none.
+        assert sch.seconds_left(s) == (30.0 if reason is None else 0.0)
+
+
 def test_a_further_pair_costs_its_preparation_not_the_first_pairs_windows():
     st = _state()
     # The first pair: 18 s on the measured CPU, 10 s of it counting and profiling; its process prepared in 12 s
@@ -149,7 +167,7 @@ def test_a_further_pair_costs_its_preparation_not_the_first_pairs_windows():
         st.record(_units(10_000, server), pair_s, 2.0, 10_000)
     assert st.cost() == 10.0
     # The budget rule asks the same: 60 s spent, 10 more fit a budget of 70, 11 would not.
-    s = _settings(budget=70.0, max_pairs=40)
+    s = _settings(budget=70.0, max_pairs=6)  # 6 pairs at most: within reach (60 + 2 x 10 < 1.5 x 70)
     sch = schedule.Schedule([st])
     st.spent = 60.0
     assert sch.decide(st, s) is None

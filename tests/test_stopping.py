@@ -94,6 +94,14 @@ def test_one_pair_has_no_interval():
     ({"pairs": 3, "target_met": False}, None),
     ({"pairs": 3, "target_met": False, "spent_s": 70.0}, stopping.BUDGET),  # 70 + 10 > 75
     ({"pairs": 3, "target_met": False, "next_pair_s": None}, stopping.BUDGET),
+    # Out of reach: 30 s spent, 10 s a pair; 9 pairs needed cost 30 + 6 x 10 = 90 < 1.5 x 75 = 112.5, 11 pairs 110,
+    # 12 pairs 120 > 112.5. Whether another pair fits the budget is asked first.
+    ({"pairs": 3, "target_met": False, "pairs_needed": 9}, None),
+    ({"pairs": 3, "target_met": False, "pairs_needed": 11}, None),
+    ({"pairs": 3, "target_met": False, "pairs_needed": 12}, stopping.OUT_OF_REACH),
+    ({"pairs": 3, "target_met": False, "spent_s": 70.0, "pairs_needed": 12}, stopping.BUDGET),
+    ({"pairs": 3, "target_met": True, "pairs_needed": 3}, stopping.MET),
+    ({"pairs": 2, "target_met": False, "pairs_needed": 40}, None),  # under min pairs, out of reach or not
     ({"pairs": 8, "target_met": False}, stopping.MAX_PAIRS),
     ({"pairs": 1, "target_met": False, "failed": True}, stopping.FAILED),
 ])

@@ -6,7 +6,7 @@ in its header (microseconds for times; summary.json and summary.csv keep nanosec
 
 from __future__ import annotations
 
-from .. import stats
+from .. import stats, stopping
 from ..histogram import PERCENTILES, label
 from ..model import RunResult, ServerResult
 from ..stats import Summary
@@ -448,7 +448,8 @@ def legend(r: RunResult) -> str:
             "different from the row above, do not rank the two (not transitive: a row may be apart from the one two "
             "above it); ratio: server over dummy round trip; target: the "
             "half-width the ratio's interval had to reach (in us at the reference); met: whether it did; stopped: why "
-            f"the run gave the server no more pairs (met, budget, max pairs, failed; {MET_THEN}: the look that "
+            "the run gave the server no more pairs (met, budget, out of reach: the pairs it needed would cost over "
+            f"{stopping.REACH:g} budgets, max pairs, failed; {MET_THEN}: the look that "
             "stopped it met the target at the reference round trip and spread between JVMs of that moment, and the "
             "run's final ones, which this table uses, put it over); measuring: the share of the "
             "server's time on "
