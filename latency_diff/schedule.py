@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from . import paired, stopping
 from .servers import Server
 from .settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
-from .stats import CONFIDENCE, t_quantile
+from .stats import CONFIDENCE, chi2_quantile, t_quantile
 
 #: A pair measures at least long enough to fill this share of a process's preparation time (the recent median):
 #: the measured CPU would wait for the next process meanwhile anyway.
@@ -124,7 +124,7 @@ class Schedule:
             pairs=st.pairs, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs,
             target_met=self.met(st, settings), failed=st.failed is not None, spent_s=st.spent,
             next_pair_s=st.cost() if st.pair_seconds else None, budget_s=settings.budget,
-            pairs_needed=self._pairs_needed(st, settings))
+            pairs_needed=self._pairs_needed(st, settings, optimistic=True))
         return st.stopped
 
     def wants_more(self, st: ServerState, settings: Settings) -> bool:
@@ -172,8 +172,9 @@ class Schedule:
             cost = st.cost() if st.pair_seconds else typical
             affordable = max(settings.min_pairs, st.pairs + int(max(settings.budget - st.spent, 0.0) // cost))
             needed = None if st.failed else st.pairs if st.stopped else self._pairs_needed(st, settings)
-            if needed is not None and st.spent + (needed - st.pairs) * cost > stopping.REACH * settings.budget:
-                needed = st.pairs  # out of reach: it stops at --min-pairs
+            reach = None if needed is None else self._pairs_needed(st, settings, optimistic=True)
+            if reach is not None and st.spent + (reach - st.pairs) * cost > stopping.REACH * settings.budget:
+                needed = st.pairs  # out of reach (as decide judges it): it stops at --min-pairs
             projected[st.server.name] = None if needed is None else \
                 min(max(needed, settings.min_pairs), affordable, settings.max_pairs)
         # Servers with no interval yet: the further pairs of those that have reached --min-pairs, shrunk towards
@@ -191,19 +192,25 @@ class Schedule:
             left += max(total - st.pairs, 0.0) * cost
         return left
 
-    def _pairs_needed(self, st: ServerState, settings: Settings) -> float | None:
+    def _pairs_needed(self, st: ServerState, settings: Settings, optimistic: bool = False) -> float | None:
         """The fewest pairs whose interval would meet the target if the sd stayed what it is now: its pairs so far if it
         meets it now, else at least one more (a server that has not stopped gets another pair); None before
         --min-pairs (two pairs' spread projects too far: replayed on the committed runs under the out-of-reach rule,
-        the time-left estimate strayed by up to 57% with it, 39% without)."""
+        the time-left estimate strayed by up to 57% with it, 39% without). optimistic: at the sd's lower
+        stopping.REACH_SD_LOW confidence bound instead, so that a few pairs that spread by chance do not make a server
+        look out of reach."""
         iv, ref = self.interval(st), self.reference_ns()
         if iv is None or ref is None or iv.sd is None or st.pairs < max(2, settings.min_pairs):
             return None
         if st.pairs >= settings.min_pairs and self.met(st, settings):
             return st.pairs
+        sd = iv.sd
+        if optimistic:
+            df = st.pairs - 1
+            sd *= math.sqrt(df / chi2_quantile(1 - stopping.REACH_SD_LOW, df))
         goal = stopping.target_ns(iv.diff.mean, settings.precision_floor * 1000, settings.precision / 100)
         for n in range(max(st.pairs + 1, 2), settings.max_pairs + 1):
-            if t_quantile(0.5 + CONFIDENCE / 2, n - 1) * iv.sd * ref / math.sqrt(n) <= goal:
+            if t_quantile(0.5 + CONFIDENCE / 2, n - 1) * sd * ref / math.sqrt(n) <= goal:
                 return n
         return settings.max_pairs
 

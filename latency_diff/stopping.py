@@ -66,6 +66,11 @@ REASONS = (MET, BUDGET, OUT_OF_REACH, MAX_PAIRS, FAILED)
 #: runs of every server of 25-27 November, no server that met its target would have stopped for it (at 1.0, ten servers
 #: of the six runs would have; at 4/3, two), and the runs' pairs would have taken 0.7 to 3.4 min less (docs/method.md).
 REACH = 1.5
+#: ... with the pairs needed judged at the lower 10% confidence bound of the server's sd (chi-square on its pairs - 1
+#: degrees of freedom: 0.66 times the sd at 3 pairs, 0.76 at 8), so that three pairs that spread by chance do not stop
+#: it (a run of 27 November stopped Jetty VT, Rapidoid and Javalin at 3 pairs at the sd itself; each met in the run
+#: before).
+REACH_SD_LOW = 0.10
 
 
 def pair_ratio(unit_ratios: Sequence[float]) -> float:
