@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import KIT_ROOT
+from . import KIT_ROOT, stopping
 from .servers import Server, ServerError, discover, select
 
 #: Profiles. warmup: requests per server process before measuring (then the JIT must be done, `settle`);
@@ -183,7 +183,8 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--precision-floor", type=float, metavar="US", help="...or at most this many microseconds, "
                    "whichever is larger (default 0.5)")
     p.add_argument("--budget", type=float, metavar="S", help="seconds of the measured CPU per server after which no "
-                   "new process pair starts for it (default: per profile, 75)")
+                   "new process pair starts for it; a server whose interval would need pairs costing over "
+                   f"{stopping.REACH:g} budgets stops at once (default: per profile, 75)")
     p.add_argument("--min-pairs", type=int, metavar="N", help="process pairs every server gets (default: per profile)")
     p.add_argument("--max-pairs", type=int, metavar="N", help="process pairs a server gets at most (default: per "
                    "profile)")

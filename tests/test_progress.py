@@ -15,6 +15,7 @@ November an earlier rule.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,8 @@ RUNS = [("20261125T124842Z", 145, 1397.0, 0.99, 0.27),
         ("20261126T175636Z", 130, 1863.7, 0.99, 0.33),
         ("20261127T012708Z", 159, 2280.4, 0.99, 0.29),
         ("20261127T065100Z", 188, 1979.7, 0.83, 0.38),
-        ("20261127T103456Z", 172, 1806.7, 0.93, 0.34)]
+        ("20261127T103456Z", 172, 1806.7, 0.93, 0.34),
+        ("20261127T130903Z", 158, 1794.4, 0.99, 0.23)]
 
 
 def _settings():
@@ -94,3 +96,30 @@ def test_the_estimate_on_a_recorded_run(name, pairs, total, share, worst):
     print(f"{name}: {inside:.0%} of {len(errors)} points within ±25%, worst {min(errors):+.0%} / {max(errors):+.0%}")
     assert inside >= share
     assert max(abs(x) for x in errors) <= worst
+
+
+def live(run: Path) -> list[tuple[float, float | None, float]]:
+    """(elapsed, estimate, truth) after each counted pair, as the run itself printed them: the estimates it recorded
+    in its logs, against the time from each to the end of its last pair."""
+    points = [(json.loads(x["text"])["elapsed_s"], json.loads(x["text"])["left_s"])
+              for x in rundir.logs(run) if x.get("kind") == "progress"]
+    end = max(e for e, _ in points)
+    return [(e, left, end - e) for e, left in points]
+
+
+#: Runs that recorded their live estimate: the run, its counted pairs, and what the estimate reached (as above).
+#: The live estimate misses the measuring lane's waits for processes prepared ahead and then not needed (a server that
+#: stopped meanwhile), which no pair's time holds: about 30-50 s of each run, most of it near the end.
+LIVE_RUNS = [("20261127T123200Z", 164, 0.85, 0.43),
+             ("20261127T130903Z", 158, 0.93, 0.39)]
+
+
+@pytest.mark.parametrize("name,pairs,share,worst", LIVE_RUNS)
+def test_the_estimate_a_run_printed(name, pairs, share, worst):
+    points = live(RESULTS / name)
+    assert len(points) == pairs
+    late = [(est - truth) / truth for e, est, truth in points if e >= 120 and truth >= 60 and est is not None]
+    inside = sum(abs(x) <= 0.25 for x in late) / len(late)
+    print(f"{name}: {inside:.0%} of {len(late)} points within ±25%, worst {min(late):+.0%} / {max(late):+.0%}")
+    assert inside >= share
+    assert max(abs(x) for x in late) <= worst
