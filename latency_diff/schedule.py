@@ -195,10 +195,10 @@ class Schedule:
     def _pairs_needed(self, st: ServerState, settings: Settings, optimistic: bool = False) -> float | None:
         """The fewest pairs whose interval would meet the target if the sd stayed what it is now: its pairs so far if it
         meets it now, else at least one more (a server that has not stopped gets another pair); None before
-        --min-pairs (two pairs' spread projects too far: replayed on the committed runs under the out-of-reach rule,
-        the time-left estimate strayed by up to 57% with it, 39% without). optimistic: at the sd's lower
-        stopping.REACH_SD_LOW confidence bound instead, so that a few pairs that spread by chance do not make a server
-        look out of reach."""
+        --min-pairs (two pairs' spread projects too far: replayed on the committed runs under the out-of-reach rule's
+        first form, at the sd itself, the time-left estimate strayed by up to 57% with it, 39% without). optimistic: at
+        the sd's lower stopping.REACH_SD_LOW confidence bound instead, so that a few pairs that spread by chance do not
+        make a server look out of reach."""
         iv, ref = self.interval(st), self.reference_ns()
         if iv is None or ref is None or iv.sd is None or st.pairs < max(2, settings.min_pairs):
             return None
