@@ -13,7 +13,6 @@ time goes to more pairs.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,6 @@ from dataclasses import dataclass, field
 from . import paired, stopping
 from .servers import Server
 from .settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
-from .stats import CONFIDENCE, chi2_quantile, t_quantile
 
 #: A pair measures at least long enough to fill this share of a process's preparation time (the recent median):
 #: the measured CPU would wait for the next process meanwhile anyway.
@@ -196,23 +194,16 @@ class Schedule:
         """The fewest pairs whose interval would meet the target if the sd stayed what it is now: its pairs so far if it
         meets it now, else at least one more (a server that has not stopped gets another pair); None before
         --min-pairs (two pairs' spread projects too far: replayed on the committed runs under the out-of-reach rule's
-        first form, at the sd itself, the time-left estimate strayed by up to 57% with it, 39% without). optimistic: at
-        the sd's lower stopping.REACH_SD_LOW confidence bound instead, so that a few pairs that spread by chance do not
-        make a server look out of reach."""
+        first form, at the sd itself, the time-left estimate strayed by up to 57% with it, 39% without). optimistic: as
+        the out-of-reach rule judges it (stopping.pairs_needed), so that a few pairs that spread by chance do not make a
+        server look out of reach."""
         iv, ref = self.interval(st), self.reference_ns()
         if iv is None or ref is None or iv.sd is None or st.pairs < max(2, settings.min_pairs):
             return None
         if st.pairs >= settings.min_pairs and self.met(st, settings):
             return st.pairs
-        sd = iv.sd
-        if optimistic:
-            df = st.pairs - 1
-            sd *= math.sqrt(df / chi2_quantile(1 - stopping.REACH_SD_LOW, df))
         goal = stopping.target_ns(iv.diff.mean, settings.precision_floor * 1000, settings.precision / 100)
-        for n in range(max(st.pairs + 1, 2), settings.max_pairs + 1):
-            if t_quantile(0.5 + CONFIDENCE / 2, n - 1) * sd * ref / math.sqrt(n) <= goal:
-                return n
-        return settings.max_pairs
+        return stopping.pairs_needed(iv.sd * ref, st.pairs, goal, settings.max_pairs, optimistic)
 
     def next_round(self, settings: Settings, round_no: int) -> list[ServerState]:
         """The servers of round `round_no` (1-based), in an order rotated by one each round."""

@@ -44,7 +44,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .stats import CONFIDENCE, Summary, t_quantile
+from .stats import CONFIDENCE, Summary, chi2_quantile, t_quantile
 
 #: The standard error of a median of n normal values is about sqrt(pi / 2) times the mean's.
 MEDIAN_VARIANCE = math.pi / 2
@@ -163,6 +163,19 @@ def met(iv: Interval, ref_ns: float, abs_ns: float, rel: float) -> bool:
     width. The reference's own spread is left out: more pairs cannot narrow it."""
     half = iv.stop_half
     return half is not None and half * ref_ns <= target_ns(iv.diff.mean, abs_ns, rel)
+
+
+def pairs_needed(sd: float, pairs: int, goal: float, max_pairs: int, optimistic: bool = False) -> int:
+    """The fewest pairs, more than `pairs`, whose half-width t(n - 1) x sd / sqrt(n) is within goal (sd and goal in one
+    unit), at most max_pairs: what a server needs if its sd stays what it is. optimistic: at the sd's lower
+    REACH_SD_LOW confidence bound (chi-square on pairs - 1 degrees of freedom), as the out-of-reach rule judges it."""
+    if optimistic:
+        df = pairs - 1
+        sd *= math.sqrt(df / chi2_quantile(1 - REACH_SD_LOW, df))
+    for n in range(max(pairs + 1, 2), max_pairs + 1):
+        if t_quantile(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n) <= goal:
+            return n
+    return max_pairs
 
 
 def decide(*, pairs: int, min_pairs: int, max_pairs: int, target_met: bool, failed: bool, spent_s: float,
