@@ -68,8 +68,8 @@ REASONS = (MET, BUDGET, OUT_OF_REACH, MAX_PAIRS, FAILED)
 REACH = 1.5
 #: ... with the pairs needed judged at the lower 10% confidence bound of the server's sd (chi-square on its pairs - 1
 #: degrees of freedom: 0.66 times the sd at 3 pairs, 0.76 at 8), so that three pairs that spread by chance do not stop
-#: it (at the sd itself, a run of 27 November stopped Jetty VT, Javalin and Rapidoid after 3 or 4 pairs; each had met
-#: in the run before).
+#: it (at the sd itself, a run of 27 November stopped Jetty VT, Javalin, Rapidoid and Akka after 3 or 4 pairs; each
+#: had met in the run before).
 REACH_SD_LOW = 0.10
 
 
