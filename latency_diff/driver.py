@@ -12,7 +12,8 @@ Two lanes: the *measuring lane* (this module's main thread) measures pairs on th
 meanwhile, up to LOOKAHEAD of them ahead, so that a pair's cost is what the slower lane spends on
 it, not their sum. Without a second CPU (split or no pinning) the measuring lane prepares each
 process itself, just before it needs it. A server is scheduled a pair or two before its previous
-one is counted; a prepared process that is no longer wanted is stopped unmeasured.
+one is counted; a process that is no longer wanted is not started, its preparation under way is aborted, and
+a prepared one is stopped unmeasured (each on record in the logs as "skipped").
 """
 
 from __future__ import annotations
@@ -248,16 +249,25 @@ class Run:
         skipped = False
         try:
             # Met its target, spent its budget or failed since it was scheduled: a process not yet prepared is not
-            # started at all; one already prepared (on the other lane) is stopped unmeasured.
+            # started at all; one being prepared is aborted; one already prepared is stopped unmeasured.
             skipped = not self.schedule.wants_more(st, settings)
             if skipped and future.cancel():
-                self.progress.say(f"{item.tag}: no longer needed ({self.schedule.status(st, settings)}); not started")
+                self._skipped(item, "not started", 0.0)
                 return
+            if skipped:
+                # Under way on the other lane: killed rather than waited for (its warm-up can take 10 s and more). A
+                # preparation that fails, killed or on its own, is no failure of a server that has stopped already.
+                aborted = pair.abort(self.ctx, item.tag)
+                futures.wait([future])
+                seconds["wait"] = time.monotonic() - t0 + carried
+                error = future.exception()
+                if isinstance(error, pair.PairFailed) or (aborted and isinstance(error, Exception)):
+                    self._skipped(item, "aborted" if aborted else f"its preparation failed ({error})", seconds["wait"])
+                    return
             srv = self._wait(item, future)
             seconds["wait"] = time.monotonic() - t0 + carried
             if skipped:
-                self.progress.say(f"{item.tag}: no longer needed ({self.schedule.status(st, settings)}); "
-                                  "stopped unmeasured")
+                self._skipped(item, "stopped unmeasured", seconds["wait"])
                 return
             if base is None:
                 raise pair.PairFailed("baseline", base_failed or "no baseline dummy")
@@ -323,6 +333,13 @@ class Run:
                 self.writer.pair(rec)
         if rec.status == "measured":
             self._count(st, rec, units)
+
+    def _skipped(self, item: Item, how: str, wait_s: float) -> None:
+        """A process prepared ahead for a server that stopped meanwhile: said, and on record with the wait it cost."""
+        st = item.state
+        assert st is not None
+        self.progress.say(f"{item.tag}: no longer needed ({self.schedule.status(st, self.settings)}); {how}")
+        self.writer.log("skipped", item.tag, json.dumps({"how": how, "wait_s": round(wait_s, 3)}))
 
     def _stop_later(self, p: pair.Prepared, rec: PairRecord | None) -> None:
         """Stops a finished process, then writes its pair's record (with the exit status); in the background when

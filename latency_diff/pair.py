@@ -76,8 +76,10 @@ class Context:
     running: list[ServerProcess] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
-    #: The process the preparing lane is working on, and per process the seconds it was lent the measured CPU.
+    #: The process the preparing lane is working on (and its tag), and per process the seconds it was lent the
+    #: measured CPU.
     preparing: ServerProcess | None = None
+    preparing_tag: str | None = None
     lent: dict[int, float] = field(default_factory=dict)
 
     def stop_everything(self) -> None:
@@ -104,7 +106,7 @@ def prepare(ctx: Context, server: Server, port: int, tag: str, *, reference_leng
                          java=ctx.java)
     with ctx.lock:
         ctx.running.append(proc)
-        ctx.preparing = proc
+        ctx.preparing, ctx.preparing_tag = proc, tag
     try:
         if ctx.stopping.is_set():
             raise PairFailed("start", "the run is stopping")
@@ -137,7 +139,18 @@ def prepare(ctx: Context, server: Server, port: int, tag: str, *, reference_leng
     finally:
         with ctx.lock:
             if ctx.preparing is proc:
-                ctx.preparing = None
+                ctx.preparing, ctx.preparing_tag = None, None
+
+
+def abort(ctx: Context, tag: str) -> bool:
+    """Kills the process that the preparing lane is preparing as `tag`, if it is that one (True): its start, check
+    or warm-up then fails at once, prepare() stops it and the lane goes on to the next process. For a process no
+    longer wanted, whose preparation would otherwise be waited for."""
+    with ctx.lock:
+        proc = ctx.preparing if ctx.preparing_tag == tag else None
+        if proc is not None:
+            proc.kill()
+    return proc is not None
 
 
 def lend(ctx: Context, seconds: float) -> None:

@@ -162,6 +162,14 @@ class ServerProcess:
             self._reader.join(2)
         return self.proc.returncode
 
+    def kill(self) -> None:
+        """SIGKILL to the process group, from any thread, without waiting: a start still to come is refused, one
+        waiting for READY sees the exit. The owner's stop() then reaps it."""
+        with self._lifecycle:
+            self._stopped = True
+            if self.proc is not None and self.proc.poll() is None:
+                _signal_group(self.proc.pid, signal.SIGKILL)
+
     def __enter__(self) -> ServerProcess:
         return self
 

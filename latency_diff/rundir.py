@@ -130,7 +130,8 @@ class Writer:
 
     def log(self, kind: str, tag: str, text: str) -> None:
         """kind: "log" (a process's output), "response" (its conformance-checked response, as latin-1 text),
-        "progress" (the time-left estimate after a pair, JSON), or a window's "profile" or "flamegraph"."""
+        "progress" (the time-left estimate after a pair, JSON), "skipped" (a process prepared for a server that stopped
+        meanwhile: how it ended and the wait it cost, JSON), or a window's "profile" or "flamegraph"."""
         self._append(APPENDING[LOGS], gzip_member(json.dumps({"kind": kind, "tag": tag, "text": portable_text(text)})),
                      sync=True)
 

@@ -3,7 +3,7 @@
 Usage: python3 tests/misbehaving.py MODE PORT   (prints READY misbehaving PORT, serves until killed)
 Modes: ok, alternate-length, status-500, close-after-3, extra-header, stale-date, frozen-date,
        no-keepalive, wrong-server, crash-after-3000, hang-after-3000, no-connection-header,
-       trailing-bytes (two bytes after every response)
+       trailing-bytes (two bytes after every response), slow-start (READY only after 120 s)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from latency_diff.conformance import load_reference  # noqa: E402
 
 MODES = ("ok", "alternate-length", "status-500", "close-after-3", "extra-header", "stale-date", "frozen-date",
          "no-keepalive", "wrong-server", "crash-after-3000", "hang-after-3000", "no-connection-header",
-         "trailing-bytes")
+         "trailing-bytes", "slow-start")
 STARTED = email.utils.formatdate(usegmt=True)  # frozen-date: a valid Date that never changes
 
 
@@ -75,6 +75,8 @@ def main() -> None:
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", port))
     srv.listen(16)
+    if mode == "slow-start":
+        time.sleep(120)
     print(f"READY {name} {srv.getsockname()[1]}", flush=True)
     counter = [0]
     while True:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -460,6 +461,37 @@ def test_the_run_rotates_the_servers_and_measures_each_pair_interleaved_then_in_
     # Each pair: the interleaved client first, then ab's quad, D S S D.
     assert set(map(tuple, order.values())) == {(("lean-pair", None), ("ab", "base"), ("ab", "server"),
                                                 ("ab", "server"), ("ab", "base"))}
+    assert nothing_left(s.port)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="preparing ahead needs a second CPU")
+def test_a_preparation_under_way_for_a_server_that_stopped_is_aborted_not_waited_for(tmp_path):
+    """The server meets its goal with its first pair while its second process is still starting on the other lane
+    (READY only after 120 s): that preparation is killed at once, on record as skipped, and is no failure."""
+    servers = discover()
+    steady = FaultyServer(name="steady", display="Steady", module_dir=ROOT / "tests", threading="blocking",
+                          notes="test", args=("ok",), executable="misbehaving")
+    slow = dataclasses.replace(steady, args=("slow-start",))
+    usable = sorted(os.sched_getaffinity(0))
+    s = _settings(tmp_path, [servers[0], steady], min_pairs=1, max_pairs=1, pinning="shared", client_cpu=usable[-1],
+                  server_cpu=usable[-1], prepare_cpu=usable[0], start_timeout=100)
+    run = driver.Run(s, rundir.create(tmp_path), java_executable())
+    prepare = run.prepare
+    run.prepare = lambda item: prepare(dataclasses.replace(item, server=slow) if item.tag == "steady-p2" else item)
+    t0 = time.monotonic()
+    try:
+        run.describe(java_executable())
+        run.measure()
+    finally:
+        run.stop_all()
+        run.close()
+    assert time.monotonic() - t0 < 60  # waited for, the start would have taken its 100 s timeout
+    entries = pairs_of(run.dir)
+    assert [(e["server"], e["pair"], e["status"]) for e in entries if e["server"] == "steady"] == [("steady", 1,
+                                                                                                    "measured")]
+    skipped = {o["tag"]: json.loads(o["text"]) for o in rundir.logs(run.dir) if o["kind"] == "skipped"}
+    assert skipped["steady-p2"]["how"] == "aborted" and skipped["steady-p2"]["wait_s"] < 30
+    assert run.schedule.stops()["steady"]["reason"] != "failed"
     assert nothing_left(s.port)
 
 
