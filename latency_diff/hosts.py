@@ -107,6 +107,29 @@ def flips(x: RunResult, y: RunResult) -> tuple[int, list[tuple[str, str]]]:
     return told, flipped
 
 
+#: Counts per request "carry" between two hosts when they agree within this share (of the mean of the two).
+CARRY_TOLERANCE = 0.10
+
+
+def carried(x: RunResult, y: RunResult) -> tuple[list[str], list[tuple[str, str, float, float]]]:
+    """The servers that both runs counted (the dummy too), and those whose system calls or switches per request
+    differ by more than CARRY_TOLERANCE of their mean: (server, "syscalls" or "switches", count in x, count in y)."""
+    def counted(r: RunResult) -> dict[str, dict]:
+        rows = {s.name: s.work for s in _servers(r).values() if s.work and "syscalls" in s.work}
+        if r.baseline is not None and r.baseline.work and "syscalls" in r.baseline.work:
+            rows[r.baseline.name] = r.baseline.work
+        return rows
+    a, b = counted(x), counted(y)
+    both = [n for n in a if n in b]
+    apart = []
+    for n in both:
+        for key in ("syscalls", "switches"):
+            u, v = a[n][key], b[n][key]
+            if abs(u - v) > CARRY_TOLERANCE * (u + v) / 2:
+                apart.append((n, key, u, v))
+    return both, apart
+
+
 def fit(r: RunResult) -> Fit | None:
     """The run's fit of diffs against the work over the dummy's (None: no counts, or fewer than 4 servers)."""
     base = r.baseline
@@ -145,6 +168,16 @@ def report(runs: list[RunResult]) -> list[str]:
         out.append(f"Runs {i + 1} and {j + 1}: {len(flipped)} of the {told} pairs of servers both tell apart rank the "
                    "other way round" + (": " + ", ".join(f"{a}/{b}" for a, b in flipped[:12])
                                         + (" ..." if len(flipped) > 12 else "") if flipped else "") + ".")
+    for (i, x), (j, y) in combinations(enumerate(runs), 2):
+        both, apart = carried(x, y)
+        if not both:
+            continue
+        names = sorted({n for n, *_ in apart})
+        dummy = " (the dummy among them)" if x.baseline is not None and x.baseline.name in both else ""
+        out.append(f"Runs {i + 1} and {j + 1}: the system calls and switches per request of {len(both) - len(names)} "
+                   f"of the {len(both)} servers both counted{dummy} agree within {CARRY_TOLERANCE:.0%}"
+                   + ("; apart: " + ", ".join(f"{n} {k} {u:.2f} vs {v:.2f}" for n, k, u, v in apart) if apart else "")
+                   + ".")
     for i, r in enumerate(runs):
         f = fit(r)
         if f is None:

@@ -17,10 +17,10 @@ MORE = {"a": (1.0, 0.0, 2.0), "b": (2.0, 1.0, 1.0), "c": (0.5, 2.0, 6.0), "d": (
 PRICES = {"one": (1.0, 2.0, 0.5), "two": (1.0, 0.2, 1.0)}
 
 
-def _run(tmp_path, host: str):
+def _run(tmp_path, host: str, more: dict | None = None):
     user, switch, syscall = PRICES[host]
     pairs = {}
-    for name, (du, dsw, dsc) in MORE.items():
+    for name, (du, dsw, dsc) in (more or MORE).items():
         diff = round(1000 * (user * du + switch * dsw + syscall * dsc))
         spec = {"segments": [(BASE_NS, BASE_NS + diff)] * 2,
                 # 1,000,000 requests at 100 ticks a second: a tick is 10 ns a request
@@ -81,3 +81,17 @@ def test_a_server_counted_in_several_pairs_has_the_median_of_their_counts(tmp_pa
     one = evaluate.build(make_paired_run(tmp_path / "one", {"a": [pair(3.0, 1.0), plain]}))
     assert one.server("a").work["syscalls"] == 3.0 and "windows" not in one.server("a").work
     assert tables.counted_pairs_table(one) is None
+
+
+def test_counts_carry_within_ten_percent_and_the_others_are_named(tmp_path):
+    one = _run(tmp_path, "one")
+    # On host two, b makes 1.25 switches more than the dummy instead of 1 (2.25 against 2: 11.8% apart, over 10%) and
+    # d 0.1 system calls more instead of 0 (2.1 against 2: 4.9%, within).
+    two = _run(tmp_path, "two", {**MORE, "b": (2.0, 1.25, 1.0), "d": (3.0, 0.5, 0.1)})
+    both, apart = hosts.carried(one, two)
+    assert sorted(both) == sorted([*MORE, "dummy"])
+    assert apart == [("b", "switches", 2.0, 2.25)]
+    text = "\n".join(hosts.report([one, two]))
+    assert "the system calls and switches per request of 5 of the 6 servers both counted (the dummy among them) " \
+           "agree within 10%; " \
+           "apart: b switches 2.00 vs 2.25." in text
