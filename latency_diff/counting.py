@@ -55,6 +55,8 @@ class CountError(Exception):
 
 # -- perf ---------------------------------------------------------------------------------------------------------
 _probe: tuple[tuple[str, ...], str | None] | None = None
+#: Why perf counts here without the system calls by name (None: it counts them, or perf does not count at all).
+_names_problem: str | None = None
 
 
 def perf_events() -> tuple[tuple[str, ...], str | None]:
@@ -65,7 +67,14 @@ def perf_events() -> tuple[tuple[str, ...], str | None]:
     return _probe
 
 
+def names_problem() -> str | None:
+    """Why the system calls are not counted by name on this host although perf counts (None: they are)."""
+    perf_events()
+    return _names_problem
+
+
 def _probe_perf() -> tuple[tuple[str, ...], str | None]:
+    global _names_problem
     perf = shutil.which("perf")
     if perf is None:
         return (), "perf is not installed (Debian/Ubuntu: apt-get install linux-perf, or linux-tools-generic)"
@@ -77,6 +86,7 @@ def _probe_perf() -> tuple[tuple[str, ...], str | None]:
             continue
         if named:
             break
+    why = ""
     for events in (EVENTS + named, EVENTS, EVENTS[1:]):
         try:
             proc = subprocess.run([perf, "stat", "-x", ",", "-e", ",".join(events), "--", "true"],
@@ -84,6 +94,10 @@ def _probe_perf() -> tuple[tuple[str, ...], str | None]:
         except (OSError, subprocess.TimeoutExpired) as e:
             return (), f"perf stat did not run: {e}"
         if proc.returncode == 0 and "<not supported>" not in proc.stderr:
+            if not named:
+                _names_problem = "no syscall tracepoints (sys_enter_*) under " + " or ".join(map(str, TRACING))
+            elif not any(e.startswith("syscalls:") for e in events):
+                _names_problem = f"perf refused the syscall tracepoints ({why})"
             return events, None
         why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
     return (), f"perf stat cannot count here ({why}); as root, or with kernel.perf_event_paranoid <= 1, it can"
@@ -268,8 +282,9 @@ def count_window(pids: dict[str, int], requests: int, serve: Callable[[], None],
                     for who in pids:
                         for p in parts[who].values():
                             p.pop("perf", None)
-        return {who: {"requests": requests, **parts[who],
-                      **({"perf_problem": problem} if problem else {})} for who in pids}
+        names = names_problem() if problem is None else None
+        return {who: {"requests": requests, **parts[who], **({"perf_problem": problem} if problem else {}),
+                      **({"names_problem": names} if names else {})} for who in pids}
     finally:
         _close(perfs)
         shutil.rmtree(folder, ignore_errors=True)
@@ -335,6 +350,9 @@ def per_request(window: dict) -> dict:
             out["split_lost"] = True
     if perf:
         names = {e.split("sys_enter_", 1)[1]: net(e, "perf") for e in busy["perf"] if e.startswith("syscalls:")}
-        out["syscall_names"] = {k: round(v, 4) for k, v in sorted(names.items(), key=lambda kv: -kv[1])
-                                if v is not None and v >= 0.005}
+        if names:
+            out["syscall_names"] = {k: round(v, 4) for k, v in sorted(names.items(), key=lambda kv: -kv[1])
+                                    if v is not None and v >= 0.005}
+        else:  # counted in total only: said, not shown as a server that makes no calls worth naming
+            out["names_problem"] = window.get("names_problem") or "perf counted no system call by name"
     return out

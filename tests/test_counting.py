@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import conformance, counting, lean
+from latency_diff import conformance, counting, evaluate, lean
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REQUESTS = 2000
@@ -105,6 +105,35 @@ def test_per_request_takes_the_idle_rate_off_in_proportion():
     assert got["page_faults"] == 0.01
     assert got["threads_ran"] == 3
     assert got["syscall_names"] == {"read": 1.0, "futex": 1.0}  # close: 0.001 a request, left out
+
+
+def test_counts_without_the_syscall_tracepoints_say_why_instead_of_naming_none():
+    """perf counted the total only (the host's tracepoints were missing): the row says "not counted" and why, rather
+    than showing a server that makes no calls worth naming."""
+    perf = {"raw_syscalls:sys_enter": 3000.0, "context-switches": 1000.0, "cpu-migrations": 0.0, "page-faults": 0.0,
+            "task-clock": 10.0}
+    proc = {"voluntary": 0, "involuntary": 1000, "threads_ran": 1, "page_faults": 0}
+    window = {"requests": 1000, "idle": {"wall_s": 1.0, "proc": {**proc, "involuntary": 0}, "perf": {**perf,
+              "raw_syscalls:sys_enter": 0.0, "context-switches": 0.0, "task-clock": 0.0}},
+              "busy": {"wall_s": 0.5, "proc": proc, "perf": perf}, "names_problem": "no syscall tracepoints (test)"}
+    got = counting.per_request(window)
+    assert got["syscalls"] == 3.0 and "syscall_names" not in got
+    assert got["names_problem"] == "no syscall tracepoints (test)"
+    assert counting.per_request({**window, "names_problem": None})["names_problem"] == \
+        "perf counted no system call by name"
+    # the dummy's row (the median of its windows) keeps the reason
+    assert evaluate.median_work([got, got])["names_problem"] == "no syscall tracepoints (test)"
+
+
+def test_the_probe_says_why_the_system_calls_are_not_named(monkeypatch, tmp_path):
+    if counting.perf_events()[1]:
+        pytest.skip("perf does not count on this host")
+    monkeypatch.setattr(counting, "_probe", None)
+    monkeypatch.setattr(counting, "_names_problem", None)
+    monkeypatch.setattr(counting, "TRACING", (tmp_path / "no-tracing",))
+    events, why = counting.perf_events()
+    assert why is None and not any(e.startswith("syscalls:") for e in events)
+    assert counting.names_problem() == f"no syscall tracepoints (sys_enter_*) under {tmp_path / 'no-tracing'}"
 
 
 def test_perf_output_is_read_strictly():

@@ -201,7 +201,8 @@ def work_table(r: RunResult) -> Table | None:
         top = ", ".join(f"{n} {v:.2f}" for n, v in list(w.get("syscall_names", {}).items())[:TOP_SYSCALLS])
         rows.append([_name(s), _per_req(w, "syscalls"), _per_req(w, "switches"), _per_req(w, "voluntary"),
                      _per_req(w, "involuntary"), _per_req(w, "migrations", 3), _per_req(w, "page_faults", 3),
-                     _per_req(w, "task_clock_us"), _per_req(w, "threads_ran", 0), top or "-", w["source"]])
+                     _per_req(w, "task_clock_us"), _per_req(w, "threads_ran", 0),
+                     top or ("not counted" if w.get("names_problem") else "-"), w["source"]])
     if not rows:
         return None
     cols = ("server", "syscalls/req", "switches/req", "voluntary/req", "involuntary/req", "migrations/req",
