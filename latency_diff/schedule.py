@@ -3,8 +3,9 @@
 Every server gets --min-pairs process pairs, one per round, in an order that rotates from round to
 round. After each pair the stopping rule (stopping.py, its one home) looks at the server's interval:
 it stops when the interval is within the precision target, at --max-pairs, when another pair (at its
-expected cost, ServerState.cost) no longer fits in its --budget, when the pairs its interval needs at its
-spread so far are out of reach (stopping.REACH budgets), or when a pair failed; the reason is
+expected cost, ServerState.cost) no longer fits in its --budget and what it may borrow (--borrow),
+when the pairs its interval needs at its spread so far are out of reach (stopping.REACH budgets), or
+when a pair failed; the reason is
 kept and recorded in run.json. Diffs are scaled to the run's reference baseline round trip so far, as
 the analysis will scale them. The segments per pair follow the measured variances
 (paired.optimal_units): where the JVM-to-JVM spread dominates, a pair gets fewer segments, so that the
@@ -122,8 +123,17 @@ class Schedule:
             pairs=st.pairs, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs,
             target_met=self.met(st, settings), failed=st.failed is not None, spent_s=st.spent,
             next_pair_s=st.cost() if st.pair_seconds else None, budget_s=settings.budget,
-            pairs_needed=self._pairs_needed(st, settings, optimistic=True))
+            pairs_needed=self._pairs_needed(st, settings, optimistic=True), limit_s=self.limit(st, settings),
+            pairs_needed_at_sd=self._pairs_needed(st, settings))
         return st.stopped
+
+    def limit(self, st: ServerState, settings: Settings) -> float:
+        """The seconds the server may spend in all: its --budget, and what it may borrow (--borrow budgets at most)
+        from the time the stopped servers left unspent (stopping.limit)."""
+        unspent = sum(max(settings.budget - x.spent, 0.0) for x in self.states if x.stopped)
+        borrowed = sum(max(x.spent - settings.budget, 0.0) for x in self.states)
+        return stopping.limit(budget_s=settings.budget, spent_s=st.spent, borrow=settings.borrow, unspent_s=unspent,
+                              borrowed_s=borrowed)
 
     def wants_more(self, st: ServerState, settings: Settings) -> bool:
         return self.decide(st, settings) is None
@@ -160,18 +170,24 @@ class Schedule:
         --min-pairs on (the half-width narrows with the square root of the pairs; a server that has not stopped
         gets at least one more; none beyond --min-pairs when they are out of reach), or, before that, the mean number
         of pairs beyond --min-pairs that the servers stopped so far took (1 before any has stopped); never more than
-        --max-pairs or its budget affords."""
+        --max-pairs or its budget, with what it may borrow now, affords."""
         measured = [st for st in self.states if st.pair_seconds]
         if not measured:
             return None
         typical = statistics.median(st.first_pair_seconds or st.pair_seconds[0] for st in measured)
         projected: dict[str, float | None] = {}
+        limits: dict[str, float] = {}
         for st in self.states:
             cost = st.cost() if st.pair_seconds else typical
-            affordable = max(settings.min_pairs, st.pairs + int(max(settings.budget - st.spent, 0.0) // cost))
             needed = None if st.failed else st.pairs if st.stopped else self._pairs_needed(st, settings)
+            # It borrows where the pairs it needs fit its limit (as decide judges it), else its budget bounds it.
+            limit = self.limit(st, settings)
+            limits[st.server.name] = limit if needed is not None and st.spent + (needed - st.pairs) * cost <= limit \
+                else settings.budget
+            affordable = max(settings.min_pairs, st.pairs + int(max(limits[st.server.name] - st.spent, 0.0) // cost))
             reach = None if needed is None else self._pairs_needed(st, settings, optimistic=True)
-            if reach is not None and st.spent + (reach - st.pairs) * cost > stopping.REACH * settings.budget:
+            if reach is not None and st.spent <= settings.budget and \
+                    st.spent + (reach - st.pairs) * cost > stopping.REACH * settings.budget:
                 needed = st.pairs  # out of reach (as decide judges it): it stops at --min-pairs
             projected[st.server.name] = None if needed is None else \
                 min(max(needed, settings.min_pairs), affordable, settings.max_pairs)
@@ -184,7 +200,8 @@ class Schedule:
             if st.failed or st.stopped:
                 continue
             cost = st.cost() if st.pair_seconds else typical
-            affordable = max(settings.min_pairs, st.pairs + int(max(settings.budget - st.spent, 0.0) // cost))
+            affordable = max(settings.min_pairs,
+                             st.pairs + int(max(limits[st.server.name] - st.spent, 0.0) // cost))
             total = projected[st.server.name]
             total = min(settings.min_pairs + extra, affordable, settings.max_pairs) if total is None else total
             left += max(total - st.pairs, 0.0) * cost

@@ -24,18 +24,18 @@ from .servers import Server, ServerError, discover, select
 PROFILES: dict[str, dict] = {
     "default": {"warmup": 50_000, "settle": "queue", "run_length": 256, "segment": 4096, "segments": 8,
                 "pair_warmup": 1000, "ab_quads": 1, "ab_requests": 4_000, "min_pairs": 3, "max_pairs": 40,
-                "budget": 75.0, "check_segments": 2, "count_requests": 20_000,
+                "budget": 75.0, "borrow": 1.0, "check_segments": 2, "count_requests": 20_000,
                 "profile_requests": 20_000},
     # A smoke run: one pair per server, a short segment, no waiting for the JIT (not for comparing).
     "quick": {"warmup": 1_000, "settle": "none", "run_length": 256, "segment": 1024, "segments": 4,
               "pair_warmup": 50, "ab_quads": 1, "ab_requests": 500, "min_pairs": 1, "max_pairs": 1, "budget": 0.0,
-              "check_segments": 0, "count_requests": 0, "profile_requests": 0},
+              "borrow": 0.0, "check_segments": 0, "count_requests": 0, "profile_requests": 0},
     # The 2014 study's client and run length: ab alone, one pair, one ABBA quad of 5,000,000-request blocks, so that
     # each process serves the study's 10,000,000 requests, no warm-up. It differs from the study in measuring each
     # server beside a dummy, in ABBA order, pinned.
     "original": {"warmup": 0, "settle": "none", "run_length": 256, "segment": 4096, "segments": 1, "pair_warmup": 0,
                  "ab_quads": 1, "ab_requests": 5_000_000, "min_pairs": 1, "max_pairs": 1, "budget": 0.0,
-                 "client": "ab", "check_segments": 0, "count_requests": 0, "profile_requests": 0},
+                 "borrow": 0.0, "client": "ab", "check_segments": 0, "count_requests": 0, "profile_requests": 0},
 }
 DEFAULT_JVM_FLAGS = "-Xms512m -Xmx512m -XX:+AlwaysPreTouch"
 CLIENTS = {"ab": ("ab",), "lean": ("lean",), "both": ("lean", "ab")}
@@ -91,6 +91,8 @@ class Settings:
     #: While the measured CPU waits for the preparing lane, the process being prepared may run on it too (its
     #: threads are pinned back to one CPU when it is handed over): shared pinning with preparing ahead only.
     lend_cpu: bool = True
+    #: Budgets a server past its --budget may borrow, at most, from what the stopped servers left unspent (0: none).
+    borrow: float = 0.0
     #: The kit's java agent in every Java server process (allocation, GC and JIT counters; the compile queue that
     #: the "queue" JIT wait asks for). Off: a method check (`bench.sh sensitivity`), with --settle cpu or none.
     agent: bool = True
@@ -133,7 +135,8 @@ class Settings:
             "profile_requests": self.profile_requests,
             "ab_quads": self.ab_quads,
             "ab_requests": self.ab_requests, "min_pairs": self.min_pairs, "max_pairs": self.max_pairs,
-            "budget_s": self.budget, "precision_pct": self.precision, "precision_floor_us": self.precision_floor,
+            "budget_s": self.budget, "borrow_budgets": self.borrow, "precision_pct": self.precision,
+            "precision_floor_us": self.precision_floor,
             "clients": list(self.clients), "http": self.http, "pinning": self.pinning, "client_cpu": self.client_cpu,
             "server_cpu": self.server_cpu, "prepare_cpu": self.prepare_cpu, "port": self.port,
             "jvm_flags": self.jvm_flags, "results_dir": _portable(self.results_dir),
@@ -185,6 +188,10 @@ def build_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, metavar="S", help="seconds of the measured CPU per server after which no "
                    "new process pair starts for it; a server whose interval would need pairs costing over "
                    f"{stopping.REACH:g} budgets stops at once (default: per profile, 75)")
+    p.add_argument("--borrow", type=float, metavar="B", help="budgets a server past its --budget may borrow, at most, "
+                   "from the time the servers that stopped before their budget left unspent, while the pairs its "
+                   "interval needs at its spread so far fit; a run's pairs never cost more than its budgets together "
+                   "(0: none) (default: per profile, 1)")
     p.add_argument("--min-pairs", type=int, metavar="N", help="process pairs every server gets (default: per profile)")
     p.add_argument("--max-pairs", type=int, metavar="N", help="process pairs a server gets at most (default: per "
                    "profile)")
@@ -432,6 +439,7 @@ def resolve(args: argparse.Namespace) -> Settings:
         min_pairs=setting(args, "min_pairs", prof["min_pairs"], sources, positive),
         max_pairs=setting(args, "max_pairs", prof["max_pairs"], sources, positive),
         budget=setting(args, "budget", prof["budget"], sources, non_negative),
+        borrow=setting(args, "borrow", prof["borrow"], sources, non_negative),
         precision=setting(args, "precision", 5.0, sources, non_negative),
         precision_floor=setting(args, "precision_floor", 0.5, sources, non_negative),
         client=setting(args, "client", prof.get("client", "both"), sources, _choice(CLIENTS, "client")),
@@ -508,7 +516,9 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
             ("clients", " and ".join(s.clients) + f" (diffs from {s.primary_client})", "client"),
             ("http", s.http, "http"),
             ("precision", f"95% half-width <= max({s.precision_floor} us, {s.precision}% of the diff)", "precision"),
-            ("budget", f"{s.budget:.0f} s per server", "budget"),
+            ("budget", f"{s.budget:.0f} s per server"
+             + (f", and up to {s.borrow:g} more borrowed from what the servers that stopped early left unspent"
+                if s.borrow and s.budget else ""), "budget"),
             ("pairs", f"{s.min_pairs} to {s.max_pairs} per server", "min_pairs"),
             ("lean", f"{s.segments} segments of {s.segment:,} requests per process in a first pair, then adapted; "
                      f"runs of {s.run_length} in ABBA order; {s.pair_warmup:,} untimed first"

@@ -178,10 +178,24 @@ def pairs_needed(sd: float, pairs: int, goal: float, max_pairs: int, optimistic:
     return max_pairs
 
 
+def limit(*, budget_s: float, spent_s: float, borrow: float, unspent_s: float, borrowed_s: float) -> float:
+    """The seconds a server may spend in all: its budget, and while it is past it, what it may borrow: at most borrow
+    budgets, from the time the stopped servers left unspent (unspent_s: the sum of their budget minus what they spent,
+    where positive) less what the run's servers have borrowed so far (borrowed_s: the sum of their time past their
+    budget, this server's included)."""
+    own = max(spent_s - budget_s, 0.0)
+    return budget_s + min(borrow * budget_s, own + max(unspent_s - borrowed_s, 0.0))
+
+
 def decide(*, pairs: int, min_pairs: int, max_pairs: int, target_met: bool, failed: bool, spent_s: float,
-           next_pair_s: float | None, budget_s: float, pairs_needed: float | None = None) -> str | None:
+           next_pair_s: float | None, budget_s: float, pairs_needed: float | None = None,
+           limit_s: float | None = None, pairs_needed_at_sd: float | None = None) -> str | None:
     """Why a server gets no more pairs (MET, BUDGET, OUT_OF_REACH, MAX_PAIRS, FAILED), or None while it should get
-    another. pairs_needed: the pairs its interval would need at its spread so far (None: not known)."""
+    another. pairs_needed: the pairs its interval would need at its optimistic spread so far (None: not known), as
+    the out-of-reach rule judges it within the budget. Past its budget, a server goes on only while another pair fits
+    its limit (limit_s: its budget and what it may borrow; None: its budget alone) and so do the pairs its interval
+    needs at its spread itself (pairs_needed_at_sd): the time it borrows goes to servers likely to meet, not to those
+    the optimistic projection has not yet given up on."""
     if failed:
         return FAILED
     if pairs < min_pairs:
@@ -190,8 +204,13 @@ def decide(*, pairs: int, min_pairs: int, max_pairs: int, target_met: bool, fail
         return MAX_PAIRS
     if target_met:
         return MET
-    if next_pair_s is None or spent_s + next_pair_s > budget_s:
+    if next_pair_s is None:
         return BUDGET
+    if spent_s + next_pair_s > budget_s:
+        if limit_s is None or pairs_needed_at_sd is None or \
+                spent_s + max(pairs_needed_at_sd - pairs, 1) * next_pair_s > limit_s:
+            return BUDGET
+        return None
     if pairs_needed is not None and spent_s + (pairs_needed - pairs) * next_pair_s > REACH * budget_s:
         return OUT_OF_REACH
     return None

@@ -175,6 +175,35 @@ def test_a_further_pair_costs_its_preparation_not_the_first_pairs_windows():
     assert sch.decide(st, s) == "budget"
 
 
+def test_a_server_past_its_budget_borrows_what_stopped_servers_left_unspent():
+    # a met its target after 20 s of its 60: 40 s unspent. b's ratios (sd 0.05 against a target of 0.0525 in ratio)
+    # miss the target at 3 pairs; at that sd it needs 6 pairs (t(5) x 0.05 / sqrt(6) = 0.0525); a pair costs it 10 s.
+    sch = schedule.Schedule([_state("a"), _state("b")])
+    a, b = sch.states
+    for st, ratios in ((a, (2.0, 2.0, 2.0)), (b, (2.0, 2.05, 2.1))):
+        for r in ratios:
+            st.record(_units(10_000, r * 10_000), 10.0, 6.0, 10_000)
+    a.spent, a.stopped, b.spent = 20.0, "met", 55.0
+    # Without borrowing: 55 + 10 > 60, its budget.
+    assert sch.decide(b, _settings(max_pairs=12, borrow=0.0)) == "budget"
+    b.stopped = None
+    # With one budget to borrow: it may spend 60 + min(60, 40) = 100, and its 3 more pairs fit: 55 + 30 <= 100.
+    s = _settings(max_pairs=12, borrow=1.0)
+    assert sch._pairs_needed(b, s) == 6
+    assert sch.limit(b, s) == 100.0 and sch.decide(b, s) is None
+    # So does the time-left estimate: 3 pairs of 10 s.
+    assert sch.seconds_left(s) == 30.0
+    # At 95 s it has borrowed 35 of the 40: its limit stays 100, and 95 + 10 does not fit.
+    b.spent = 95.0
+    assert sch.limit(b, s) == 100.0 and sch.decide(b, s) == "budget"
+    # Half a budget to borrow at most: 60 + 30 = 90, whatever the others left; its 3 pairs would not fit (85 + 10).
+    b.spent, b.stopped = 55.0, None
+    assert sch.limit(b, _settings(max_pairs=12, borrow=0.5)) == 90.0
+    assert sch.decide(b, _settings(max_pairs=12, borrow=0.5)) is None  # 55 + 30 = 85 <= 90
+    b.stopped = None
+    assert sch.decide(b, _settings(max_pairs=12, borrow=0.4)) == "budget"  # 85 > 60 + 24
+
+
 def test_the_run_spread_keeps_a_lucky_server_from_stopping():
     # Servers a and b: ratios 2.0, 2.2, 2.4 (sd/mean 0.2/2.2 = 0.0909); c: 1.5, 1.5, 1.5 (0). The run's bound is
     # the median, 0.0909: c's sd is taken as 0.0909 x 1.5 = 0.1364, half-width 4.303 x 0.1364 / sqrt(3) = 0.3388,
@@ -222,7 +251,7 @@ def test_the_schedule_reference_is_the_median_of_every_pairs_baseline():
 
 def test_profiles_name_every_setting():
     keys = {"warmup", "settle", "run_length", "segment", "segments", "pair_warmup", "ab_quads", "ab_requests",
-            "min_pairs", "max_pairs", "budget", "check_segments", "count_requests",
+            "min_pairs", "max_pairs", "budget", "borrow", "check_segments", "count_requests",
             "profile_requests"}
     assert all(set(p) - {"client"} == keys for p in PROFILES.values())
     assert all(p["segment"] % (2 * p["run_length"]) == 0 for p in PROFILES.values())

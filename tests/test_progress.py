@@ -36,9 +36,10 @@ RUNS = [("20261125T124842Z", 145, 1397.0, 0.99, 0.27),
         ("20261127T155050Z", 144, 1240.0, 0.96, 0.32)]
 
 
-def _settings():
+def _settings(borrow: float = 0.0):
     from latency_diff.settings import Settings
-    return Settings(servers=[], profile="default", warmup=0, settle="queue", run_length=256, segment=4096, segments=8,
+    return Settings(borrow=borrow, servers=[], profile="default", warmup=0, settle="queue", run_length=256,
+                    segment=4096, segments=8,
                     pair_warmup=0, ab_quads=1, ab_requests=4000, min_pairs=3, max_pairs=40, budget=75.0,
                     precision=5.0, precision_floor=0.5, client="both", http="auto", pinning="shared", client_cpu=1,
                     server_cpu=1, prepare_cpu=0, port=8080, jvm_flags=[], results_dir=Path("."), start_timeout=1.0,
@@ -50,14 +51,16 @@ def replay(run: Path) -> list[tuple[float, float | None, float]]:
     run it: a server's pairs after the look at which its needs were out of reach (stopping.REACH) are left out."""
     r = evaluate.build(run)
     units = {(s.name, p.pair): p.units["lean"] for s in r.servers for p in s.pairs if p.valid and p.units.get("lean")}
-    recorded = [x for x in rundir.load(run).pairs if (x.server, x.pair) in units]
-    records = _play(recorded, units)  # which pairs today's rule takes
+    files = rundir.load(run)
+    recorded = [x for x in files.pairs if (x.server, x.pair) in units]
+    settings = _settings(files.settings.get("borrow_budgets", 0.0))  # runs before borrowing: none
+    records = _play(recorded, units, settings)  # which pairs today's rule takes
     out: list[tuple[float, float | None, float]] = []
-    _play(records, units, out)
+    _play(records, units, settings, out)
     return out
 
 
-def _play(records, units, out=None):
+def _play(records, units, settings, out=None):
     """Counts the records in order into a schedule (out: gets the points); returns those it counted: a server's are
     left out after the look that found its needs out of reach."""
     last = {x.server: x.pair for x in records}
@@ -66,7 +69,7 @@ def _play(records, units, out=None):
                                                          notes=""), 8) for n in names])
     state = {st.server.name: st for st in sch.states}
     totals = [x.seconds["total"] for x in records]
-    kept, elapsed, settings = [], 0.0, _settings()
+    kept, elapsed = [], 0.0
     for i, x in enumerate(records):
         st = state[x.server]
         if st.stopped:

@@ -102,6 +102,15 @@ def test_one_pair_has_no_interval():
     ({"pairs": 3, "target_met": False, "spent_s": 70.0, "pairs_needed": 12}, stopping.BUDGET),
     ({"pairs": 3, "target_met": True, "pairs_needed": 3}, stopping.MET),
     ({"pairs": 2, "target_met": False, "pairs_needed": 40}, None),  # under min pairs, out of reach or not
+    # Borrowing: past its budget (70 + 10 > 75), a limit of 100 s (25 borrowed) lets it go on while the pairs it needs
+    # at its sd fit: 5 needed cost 70 + 2 x 10 = 90, 6 cost 100, 7 cost 110 > 100; and not past the limit itself.
+    ({"pairs": 3, "target_met": False, "spent_s": 70.0, "limit_s": 100.0, "pairs_needed_at_sd": 5}, None),
+    ({"pairs": 3, "target_met": False, "spent_s": 70.0, "limit_s": 100.0, "pairs_needed_at_sd": 6}, None),
+    ({"pairs": 3, "target_met": False, "spent_s": 70.0, "limit_s": 100.0, "pairs_needed_at_sd": 7}, stopping.BUDGET),
+    ({"pairs": 3, "target_met": False, "spent_s": 70.0, "limit_s": 100.0}, stopping.BUDGET),  # needs not known
+    ({"pairs": 3, "target_met": False, "spent_s": 95.0, "limit_s": 100.0, "pairs_needed_at_sd": 4}, stopping.BUDGET),
+    # Within its budget, out of reach is judged as without borrowing: 12 optimistic pairs cost 120 > 112.5.
+    ({"pairs": 3, "target_met": False, "pairs_needed": 12, "limit_s": 150.0}, stopping.OUT_OF_REACH),
     ({"pairs": 8, "target_met": False}, stopping.MAX_PAIRS),
     ({"pairs": 1, "target_met": False, "failed": True}, stopping.FAILED),
 ])
@@ -109,6 +118,18 @@ def test_decide(kw, reason):
     args = {"min_pairs": 3, "max_pairs": 8, "failed": False, "spent_s": 30.0, "next_pair_s": 10.0,
             "budget_s": 75.0, **kw}
     assert stopping.decide(**args) == reason
+
+
+def test_limit_is_the_budget_and_what_may_be_borrowed():
+    kw = {"budget_s": 75.0, "borrow": 1.0}
+    assert stopping.limit(spent_s=10.0, unspent_s=0.0, borrowed_s=0.0, **kw) == 75.0  # nothing left unspent
+    assert stopping.limit(spent_s=70.0, unspent_s=30.0, borrowed_s=0.0, **kw) == 105.0
+    assert stopping.limit(spent_s=70.0, unspent_s=300.0, borrowed_s=0.0, **kw) == 150.0  # one budget at most
+    # 20 s borrowed so far, 15 of them by this server (90 s spent): 15 + (30 - 20) = 25 more than its budget.
+    assert stopping.limit(spent_s=90.0, unspent_s=30.0, borrowed_s=20.0, **kw) == 100.0
+    # Others borrowed it all: it keeps what it has borrowed itself, no more.
+    assert stopping.limit(spent_s=90.0, unspent_s=30.0, borrowed_s=45.0, **kw) == 90.0
+    assert stopping.limit(spent_s=70.0, unspent_s=300.0, borrowed_s=0.0, budget_s=75.0, borrow=0.0) == 75.0
 
 
 # -- coverage by simulation ------------------------------------------------------------------------------

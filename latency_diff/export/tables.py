@@ -574,7 +574,9 @@ def setup_lines(r: RunResult) -> list[str]:
                     f"{_count(cfg.get('block_warmup'))} untimed ones, {cfg.get('quads')} quads per client in a first "
                     f"pair; {_count(cfg.get('warmup'))} warm-up requests per process")
     return [f"Profile {cfg.get('profile')}: {cfg.get('min_pairs')}-{cfg.get('max_pairs')} process pairs per server, "
-            f"budget {cfg.get('budget_s')} s per server; {measured}; clients: {' and '.join(r.clients)}; HTTP: "
+            f"budget {cfg.get('budget_s')} s per server"
+            + (f" (up to {cfg['borrow_budgets']:g} more borrowed)" if cfg.get("borrow_budgets") else "")
+            + f"; {measured}; clients: {' and '.join(r.clients)}; HTTP: "
             f"{cfg.get('http')}",
             pinning_sentence(r) + (f" Processes were prepared on CPU {cfg['prepare_cpu']} while CPU "
                                    f"{cfg.get('server_cpu')} measured." if cfg.get("prepare_cpu") is not None else ""),
