@@ -181,9 +181,13 @@ class Schedule:
             cost = st.cost() if st.pair_seconds else typical
             needed = None if st.failed else st.pairs if st.stopped else self._pairs_needed(st, settings)
             # It borrows where the pairs it needs fit its limit (as decide judges it), else its budget bounds it.
+            # A server still within its budget is projected to borrow only where its pairs cost at most REACH budgets
+            # (replayed on the run of 27 November 18:01, which borrowed: 87% of the points within ±25% with this bound,
+            # 78% without; a spread from 5 pairs projects far, and such servers mostly went out of reach instead).
             limit = self.limit(st, settings)
-            limits[st.server.name] = limit if needed is not None and st.spent + (needed - st.pairs) * cost <= limit \
-                else settings.budget
+            total_s = None if needed is None else st.spent + (needed - st.pairs) * cost
+            limits[st.server.name] = limit if total_s is not None and total_s <= limit and (
+                st.spent > settings.budget or total_s <= stopping.REACH * settings.budget) else settings.budget
             affordable = max(settings.min_pairs, st.pairs + int(max(limits[st.server.name] - st.spent, 0.0) // cost))
             reach = None if needed is None else self._pairs_needed(st, settings, optimistic=True)
             if reach is not None and st.spent <= settings.budget and \

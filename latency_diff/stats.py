@@ -4,6 +4,7 @@ robust outliers.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -23,12 +24,14 @@ OUTLIER_MIN_REL = 0.10
 MEAN_AD_SCALE = 1.253314
 
 
+@functools.lru_cache(maxsize=4096)
 def chi2_quantile(p: float, df: float) -> float:
     """The chi-square quantile (scipy imported here, as for t_quantile)."""
     from scipy import stats as sps
     return float(sps.chi2.ppf(p, df))
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
     """Student's t quantile. scipy is imported here, not at the top, so that the driver's --help and --list
     run with a bare python3, before the set-up has created the virtual environment."""

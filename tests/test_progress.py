@@ -9,8 +9,9 @@ the recorded times of the pairs still to come.
 
 The target is ±25% from the second minute on. What the estimate reaches is asserted per run as measured
 (docs/targets.md): the share of the time within ±25% while at least a minute is left, and its worst error. The
-runs of 26 and 27 November used today's stopping rule, the last of them today's budget rule too; the one of 25
-November an earlier rule.
+runs of 26 and 27 November used today's stopping rule, the last of them today's budget rule too (the one of 18:01
+with borrowing: a server past its budget may go on with time others left unspent); the one of 25 November an earlier
+rule.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ RUNS = [("20261125T124842Z", 145, 1397.0, 0.99, 0.27),
         ("20261127T103456Z", 172, 1806.7, 0.93, 0.34),
         ("20261127T130903Z", 158, 1794.4, 0.99, 0.23),
         ("20261127T151750Z", 155, 1345.6, 0.98, 0.27),
-        ("20261127T155050Z", 144, 1240.0, 0.96, 0.32)]
+        ("20261127T155050Z", 144, 1240.0, 0.96, 0.32),
+        ("20261127T180141Z", 157, 1401.1, 0.86, 0.83)]
 
 
 def _settings(borrow: float = 0.0):
@@ -115,11 +117,14 @@ def live(run: Path) -> list[tuple[float, float | None, float]]:
 #: Runs that recorded their live estimate: the run, its counted pairs, and what the estimate reached (as above).
 #: Until the preparations of processes no longer needed were aborted (run 20261127T155050Z on), the live estimate
 #: missed the measuring lane's waits for them, which no pair's time holds: about 30-50 s of each run, most of it near
-#: the end.
+#: the end. The run of 18:01 borrowed (stopping.limit): the estimate then projected servers with a wide spread from 5
+#: pairs to borrow up to twice their budget, where most went out of reach instead (+105% with 2 min left); the schedule
+#: has since projected borrowing only for those whose pairs cost at most REACH budgets (its replay: 87% within).
 LIVE_RUNS = [("20261127T123200Z", 164, 0.85, 0.43),
              ("20261127T130903Z", 158, 0.93, 0.39),
              ("20261127T151750Z", 155, 0.91, 0.34),
-             ("20261127T155050Z", 144, 0.97, 0.30)]
+             ("20261127T155050Z", 144, 0.97, 0.30),
+             ("20261127T180141Z", 157, 0.72, 1.05)]
 
 
 @pytest.mark.parametrize("name,pairs,share,worst", LIVE_RUNS)
