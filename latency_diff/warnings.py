@@ -3,15 +3,25 @@
 Evaluation (evaluate.py) only creates them with their figures; each class words itself, once, with
 its remedy. A server's warnings name no server: the reports group a warning that several servers
 share into one line that names them. Times are in ns.
+
+Two sorts: a warning proper asks the reader to act (rerun, give a server more time or warm-up, read a
+diff with a caveat before comparing it); a finding (`finding = True`) says what a server did that the
+numbers alone do not show (a pair apart from its others, a client that sees it otherwise, CPU time
+that does not match its round trip), where the run is sound and nothing is to be done about it. The
+reports list them apart, so that a default run on a quiet machine warns only where a reader should act.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 
 class RunWarning:
     """A problem a reader of the run must know of."""
+
+    #: A finding about the server, not a problem of the run (the module doc).
+    finding: ClassVar[bool] = False
 
     @property
     def text(self) -> str:
@@ -62,6 +72,7 @@ class TargetMissed(RunWarning):
 
 @dataclass(frozen=True)
 class OutlierPair(RunWarning):
+    finding = True
     pair: int
     value_ns: float
     median_ns: float
@@ -76,6 +87,7 @@ class OutlierPair(RunWarning):
 
 @dataclass(frozen=True)
 class ClientsDisagree(RunWarning):
+    finding = True
     ab_ns: float
     lean_ns: float
     #: The lean client's plain (untrimmed) mean diff, when it sides with ab's (nearer it than the headline, intervals
@@ -98,6 +110,7 @@ class ClientsDisagree(RunWarning):
 
 @dataclass(frozen=True)
 class CpuInTail(RunWarning):
+    finding = True
     cpu_ns: float
     diff_ns: float
     plain_ns: float
@@ -113,6 +126,7 @@ class CpuInTail(RunWarning):
 class CpuGap(RunWarning):
     """Under shared pinning a round trip is the client's, the server's and the kernel's CPU work on one CPU, so the
     server's extra round trip should be its extra CPU time. This one's differs in every pair (evaluate._cpu_check)."""
+    finding = True
     cpu_ns: float
     diff_ns: float
     #: Its pairs, and the mean allowance per pair (the /proc tick resolution plus the check's slack).

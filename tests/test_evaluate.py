@@ -399,6 +399,20 @@ def test_a_pair_far_from_the_others_is_named_and_kept(tmp_path):
         "out differently, or the machine changed; its pair is kept, so the interval shows it"]
 
 
+def test_an_outlier_is_a_finding_listed_apart_from_the_warnings(tmp_path):
+    from latency_diff.export import markdown, summary_json
+    pairs = [(20_000, 27_000)] * 4 + [(20_000, 27_500)] * 2 + [(20_000, 47_000)]
+    r = evaluate.build(make_paired_run(tmp_path, {"jetty": pairs}))
+    line = ("jetty: process pair 7 is an outlier (27.00 us against a median of 7.00 us over 7 pairs): one JVM compiled "
+            "or laid out differently, or the machine changed; its pair is kept, so the interval shows it")
+    assert line in tables.findings(r) and line not in tables.all_warnings(r)
+    report = markdown.render(r)
+    assert report.count(line) == 1 and report.index("## Findings") < report.index(line) < report.index("## Setup")
+    summary = json.loads(summary_json.render(r))
+    assert line in summary["findings"] and line not in summary["warnings"]
+    assert "Findings (" in terminal.render(r)
+
+
 def test_a_pair_close_to_tight_others_is_not_an_outlier(tmp_path):
     # 7,000 x4 and 7,200: far by the MAD rule, but 200 ns is under half the 0.5 us precision floor.
     pairs = [(20_000, 27_000)] * 4 + [(20_000, 27_200)]

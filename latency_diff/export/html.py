@@ -130,6 +130,9 @@ def render(r: RunResult, svgs: dict[str, str]) -> str:
     warnings = tables.all_warnings(r)
     if warnings:
         parts += ["<h2>Warnings</h2>", _list(warnings, "warn")]
+    found = tables.findings(r)
+    if found:
+        parts += ["<h2>Findings</h2>", f"<p class=\"note\">{_inline(tables.FINDINGS_TEXT)}</p>", _list(found)]
     parts += ["<h2>Set-up and environment</h2>", _list(tables.setup_lines(r)),
               "<h2>Servers</h2>", _list(tables.server_lines(r))]
     return _page(f"latency-diff run {r.run_id}", parts)

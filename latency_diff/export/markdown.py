@@ -23,6 +23,9 @@ def render(r: RunResult, plots: dict[str, str] | None = None) -> str:
     warnings = t.all_warnings(r)
     if warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
+    found = t.findings(r)
+    if found:
+        lines += ["## Findings", "", t.FINDINGS_TEXT, ""] + [f"- {x}" for x in found] + [""]
     lines += ["## Setup", ""] + [f"- {x}" for x in t.setup_lines(r)] + ["", "## Servers", ""]
     lines += [f"- {x}" for x in t.server_lines(r)]
     return "\n".join(lines) + "\n"

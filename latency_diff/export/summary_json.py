@@ -63,5 +63,6 @@ def render(r: RunResult) -> str:
     data = {"format": SUMMARY_FORMAT, "run_id": r.run_id, "status": r.status, "reason": r.reason,
             "settings": r.settings, "clients": list(r.clients), "primary_client": r.primary, "caveat": r.caveat,
             "ref_ns": r.ref, "scaling": to_json(r.scaling), "measure_share": r.measure_share,
-            "checks": tables.checks(r), "warnings": tables.all_warnings(r), "env": r.env, "servers": servers}
+            "checks": tables.checks(r), "warnings": tables.all_warnings(r),
+            "findings": tables.findings(r), "env": r.env, "servers": servers}
     return json.dumps(data, indent=2) + "\n"

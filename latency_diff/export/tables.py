@@ -515,7 +515,8 @@ def checks(r: RunResult) -> list[str]:
         close = [s for s in measured if not any(isinstance(x, w.CpuGap | w.CpuInTail) for x in s.warnings)]
         out.append(f"CPU cross-check: the CPU-time diff is near the latency diff (in some pair within "
                    f"{ev.CPU_CHECK_TICKS} /proc ticks per process plus max({ev.CPU_CHECK_ABS_NS / 1000:.1f} us, "
-                   f"{ev.CPU_CHECK_REL:.0%})) for {len(close)} of {len(measured)} servers (CPU diff column)")
+                   f"{ev.CPU_CHECK_REL:.0%})) for {len(close)} of {len(measured)} servers (CPU diff column"
+                   + ("; the others under findings)" if len(close) < len(measured) else ")"))
     busy = r.env.get("busy")
     if busy and busy.get("worst_share") is not None:
         out.append(f"busy machine: other processes took {busy['other_share']:.1%} of the machine's CPU time during "
@@ -535,19 +536,34 @@ def checks(r: RunResult) -> list[str]:
     return out
 
 
+#: What the findings are (warnings.RunWarning.finding), above their list.
+FINDINGS_TEXT = ("What the servers did that their diffs alone do not show: the run is sound, and none of these asks "
+                 "for an action.")
+
+
 def all_warnings(r: RunResult) -> list[str]:
-    """The run's warnings, then each server's; one line for a warning that several servers share, grouped by kind."""
+    """The run's warnings, then each server's that ask the reader to act (not its findings: findings); one line for a
+    warning that several servers share, grouped by kind."""
+    left_out = ([r.settings["left_out_reason"]] if r.settings.get("left_out_reason") else []) + \
+        list(r.settings.get("notes") or [])
+    return left_out + [x.text for x in r.warnings] + _server_lines(r, finding=False)
+
+
+def findings(r: RunResult) -> list[str]:
+    """What the servers did that the numbers alone do not show (warnings.RunWarning.finding), grouped as warnings."""
+    return _server_lines(r, finding=True)
+
+
+def _server_lines(r: RunResult, *, finding: bool) -> list[str]:
     names: dict[str, list[str]] = {}
     kinds: dict[str, int] = {}
     for s in r.ranked:
         for x in s.warnings:
-            names.setdefault(x.text, []).append(s.name)
-            kinds.setdefault(x.text, _kind_order(x))
+            if x.finding == finding:
+                names.setdefault(x.text, []).append(s.name)
+                kinds.setdefault(x.text, _kind_order(x))
     lines = sorted(names.items(), key=lambda kv: kinds[kv[0]])
-    left_out = ([r.settings["left_out_reason"]] if r.settings.get("left_out_reason") else []) + \
-        list(r.settings.get("notes") or [])
-    return left_out + [x.text for x in r.warnings] + [
-        f"{n[0]}: {t}" if len(n) == 1 else f"{len(n)} servers ({', '.join(n)}): {t}" for t, n in lines]
+    return [f"{n[0]}: {t}" if len(n) == 1 else f"{len(n)} servers ({', '.join(n)}): {t}" for t, n in lines]
 
 
 def _kind_order(x: RunWarning) -> int:

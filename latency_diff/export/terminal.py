@@ -18,4 +18,7 @@ def render(r: RunResult) -> str:
     warnings = t.all_warnings(r)
     if warnings:
         out += ["", "Warnings:"] + [f"  {w}" for w in warnings]
+    found = t.findings(r)
+    if found:
+        out += ["", f"Findings ({t.FINDINGS_TEXT[0].lower()}{t.FINDINGS_TEXT[1:-1]}):"] + [f"  {x}" for x in found]
     return "\n".join(out) + "\n"
