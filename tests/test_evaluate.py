@@ -413,6 +413,20 @@ def test_an_outlier_is_a_finding_listed_apart_from_the_warnings(tmp_path):
     assert "Findings (" in terminal.render(r)
 
 
+def test_the_readmes_run_warns_only_where_a_reader_should_act():
+    # The README's run (a default run of every server on a quiet machine): 7 warnings, each naming its action, and
+    # 10 findings apart (before findings were told apart, the README's run had 18 warnings).
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    run = re.search(r"<!-- results: (results/\S+) main -->", (root / "README.md").read_text()).group(1)
+    r = evaluate.build(root / run)
+    warnings, found = tables.all_warnings(r), tables.findings(r)
+    actions = ("give it more --budget", "use more --warmup", "compare such servers at several run lengths")
+    assert warnings and all(any(a in w for a in actions) for w in warnings), warnings
+    assert len(warnings) <= 10 and found
+
+
 def test_a_pair_close_to_tight_others_is_not_an_outlier(tmp_path):
     # 7,000 x4 and 7,200: far by the MAD rule, but 200 ns is under half the 0.5 us precision floor.
     pairs = [(20_000, 27_000)] * 4 + [(20_000, 27_200)]
