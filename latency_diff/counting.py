@@ -351,7 +351,7 @@ def per_request(window: dict) -> dict:
     if perf:
         names = {e.split("sys_enter_", 1)[1]: net(e, "perf") for e in busy["perf"] if e.startswith("syscalls:")}
         if names:
-            out["syscall_names"] = {k: round(v, 4) for k, v in sorted(names.items(), key=lambda kv: -kv[1])
+            out["syscall_names"] = {k: round(v, 4) for k, v in sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))
                                     if v is not None and v >= 0.005}
         else:  # counted in total only: said, not shown as a server that makes no calls worth naming
             out["names_problem"] = window.get("names_problem") or "perf counted no system call by name"

@@ -561,7 +561,9 @@ def median_work(works: list[dict]) -> dict | None:
     names = {n for x in works for n in x.get("syscall_names", {})}
     if names:
         med = {n: round(statistics.median(x.get("syscall_names", {}).get(n, 0.0) for x in works), 4) for n in names}
-        out["syscall_names"] = dict(sorted(((n, v) for n, v in med.items() if v >= 0.005), key=lambda kv: -kv[1]))
+        # Ties by name: a set's order changes from one interpreter to the next, and so would the reports.
+        out["syscall_names"] = dict(sorted(((n, v) for n, v in med.items() if v >= 0.005),
+                                           key=lambda kv: (-kv[1], kv[0])))
     elif any(x.get("names_problem") for x in works):
         out["names_problem"] = next(x["names_problem"] for x in works if x.get("names_problem"))
     return out
