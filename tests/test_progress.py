@@ -35,7 +35,8 @@ RUNS = [("20261125T124842Z", 145, 1397.0, 0.99, 0.27),
         ("20261127T130903Z", 158, 1794.4, 0.99, 0.23),
         ("20261127T151750Z", 155, 1345.6, 0.98, 0.27),
         ("20261127T155050Z", 144, 1240.0, 0.96, 0.32),
-        ("20261127T180141Z", 157, 1401.1, 0.86, 0.83)]
+        ("20261127T180141Z", 157, 1401.1, 0.86, 0.83),
+        ("20261127T193534Z", 165, 1448.9, 0.75, 0.56)]
 
 
 def _settings(borrow: float = 0.0):
@@ -119,12 +120,15 @@ def live(run: Path) -> list[tuple[float, float | None, float]]:
 #: missed the measuring lane's waits for them, which no pair's time holds: about 30-50 s of each run, most of it near
 #: the end. The run of 18:01 borrowed (stopping.limit): the estimate then projected servers with a wide spread from 5
 #: pairs to borrow up to twice their budget, where most went out of reach instead (+105% with 2 min left); the schedule
-#: has since projected borrowing only for those whose pairs cost at most REACH budgets (its replay: 87% within).
+#: has since projected borrowing only for those whose pairs cost at most REACH budgets (its replay: 87% within). The
+#: run of 19:35, made so, is low the other way (-56%): Helidon and Jetty 12.1 on virtual threads borrowed and met at 14
+#: and 15 pairs. Whether a server of wide spread borrows or goes out of reach is decided by its next pairs' noise.
 LIVE_RUNS = [("20261127T123200Z", 164, 0.85, 0.43),
              ("20261127T130903Z", 158, 0.93, 0.39),
              ("20261127T151750Z", 155, 0.91, 0.34),
              ("20261127T155050Z", 144, 0.97, 0.30),
-             ("20261127T180141Z", 157, 0.72, 1.05)]
+             ("20261127T180141Z", 157, 0.72, 1.05),
+             ("20261127T193534Z", 165, 0.68, 0.57)]
 
 
 @pytest.mark.parametrize("name,pairs,share,worst", LIVE_RUNS)
