@@ -190,8 +190,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                    f"{stopping.REACH:g} budgets stops at once (default: per profile, 75)")
     p.add_argument("--borrow", type=float, metavar="B", help="budgets a server past its --budget may borrow, at most, "
                    "from the time the servers that stopped before their budget left unspent, while the pairs its "
-                   "interval needs at its spread so far fit; a run's pairs never cost more than its budgets together "
-                   "(0: none) (default: per profile, 1)")
+                   "interval needs at its spread so far fit; it borrows no more than others left, so a run's pairs "
+                   "stay within its budgets together, as each server's within its own (0: none) (default: per "
+                   "profile, 1)")
     p.add_argument("--min-pairs", type=int, metavar="N", help="process pairs every server gets (default: per profile)")
     p.add_argument("--max-pairs", type=int, metavar="N", help="process pairs a server gets at most (default: per "
                    "profile)")
@@ -517,7 +518,8 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
             ("http", s.http, "http"),
             ("precision", f"95% half-width <= max({s.precision_floor} us, {s.precision}% of the diff)", "precision"),
             ("budget", f"{s.budget:.0f} s per server"
-             + (f", and up to {s.borrow:g} more borrowed from what the servers that stopped early left unspent"
+             + (f", and up to {s.borrow:g} budget(s) more borrowed from what the servers that stopped early left "
+                "unspent"
                 if s.borrow and s.budget else ""), "budget"),
             ("pairs", f"{s.min_pairs} to {s.max_pairs} per server", "min_pairs"),
             ("lean", f"{s.segments} segments of {s.segment:,} requests per process in a first pair, then adapted; "

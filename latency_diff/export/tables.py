@@ -591,7 +591,8 @@ def setup_lines(r: RunResult) -> list[str]:
                     f"pair; {_count(cfg.get('warmup'))} warm-up requests per process")
     return [f"Profile {cfg.get('profile')}: {cfg.get('min_pairs')}-{cfg.get('max_pairs')} process pairs per server, "
             f"budget {cfg.get('budget_s')} s per server"
-            + (f" (up to {cfg['borrow_budgets']:g} more borrowed)" if cfg.get("borrow_budgets") else "")
+            + (f", and up to {cfg['borrow_budgets']:g} budget(s) more borrowed from what others left unspent"
+               if cfg.get("borrow_budgets") else "")
             + f"; {measured}; clients: {' and '.join(r.clients)}; HTTP: "
             f"{cfg.get('http')}",
             pinning_sentence(r) + (f" Processes were prepared on CPU {cfg['prepare_cpu']} while CPU "
