@@ -14,11 +14,14 @@ time goes to more pairs.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from . import paired, stopping
+import numpy as np
+
+from . import outlook, paired, stopping
 from .servers import Server
 from .settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
 
@@ -29,7 +32,6 @@ FILL_SHARE = 0.8
 #: 25 November (149 pairs for 37 rows of at least 3; 0.6 to 2.1 in the runs of 26 and 27 November), weighed as
 #: PRIOR_WEIGHT servers.
 PRIOR_EXTRA_PAIRS, PRIOR_WEIGHT = 1.0, 5
-
 
 @dataclass
 class ServerState:
@@ -117,15 +119,17 @@ class Schedule:
 
     def decide(self, st: ServerState, settings: Settings) -> str | None:
         """Why the server gets no more pairs, or None while it should get another; a decision is kept."""
-        if st.stopped:
-            return st.stopped
-        st.stopped = stopping.decide(
+        if not st.stopped:
+            st.stopped = self._decision(st, settings)
+        return st.stopped
+
+    def _decision(self, st: ServerState, settings: Settings) -> str | None:
+        return stopping.decide(
             pairs=st.pairs, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs,
             target_met=self.met(st, settings), failed=st.failed is not None, spent_s=st.spent,
             next_pair_s=st.cost() if st.pair_seconds else None, budget_s=settings.budget,
             pairs_needed=self._pairs_needed(st, settings, optimistic=True), limit_s=self.limit(st, settings),
             pairs_needed_at_sd=self._pairs_needed(st, settings))
-        return st.stopped
 
     def limit(self, st: ServerState, settings: Settings) -> float:
         """The seconds the server may spend in all: its --budget, and what it may borrow (--borrow budgets at most)
@@ -163,59 +167,58 @@ class Schedule:
         return max(st.segments, min(MAX_SEGMENTS, int(free_s / unit_s)))
 
     def seconds_left(self, settings: Settings) -> float | None:
-        """The measured CPU's time still to come: each server's expected further pairs times its cost per pair.
+        """The measured CPU's expected time still to come (None before the first pair): the servers' further pairs
+        times each one's cost per pair, the mean over outlook's continuations.
 
         A server's cost is ServerState.cost, or, before its first pair, the median first pair of the servers measured
-        so far, windows included. Its further pairs: those up to --min-pairs, then as many as its interval needs from
-        --min-pairs on (the half-width narrows with the square root of the pairs; a server that has not stopped
-        gets at least one more; none beyond --min-pairs when they are out of reach), or, before that, the mean number
-        of pairs beyond --min-pairs that the servers stopped so far took (1 before any has stopped); never more than
-        --max-pairs or its budget, with what it may borrow now, affords."""
+        so far, windows included. Its further pairs: none once its stopping rule says so; from its second pair on,
+        its stopping rule played forward (outlook.continuations, at what it may borrow now); before that, the mean
+        number of pairs beyond --min-pairs that the others so far end with, played or stopped, shrunk towards
+        PRIOR_EXTRA_PAIRS while few have (the first would otherwise set it alone), never more than --max-pairs or
+        its limit affords."""
         measured = [st for st in self.states if st.pair_seconds]
         if not measured:
             return None
         typical = statistics.median(st.first_pair_seconds or st.pair_seconds[0] for st in measured)
-        projected: dict[str, float | None] = {}
-        limits: dict[str, float] = {}
+        ends: dict[str, np.ndarray | float] = {}
+        for stream, st in enumerate(self.states):
+            if st.failed:
+                continue
+            if st.stopped or self._decision(st, settings):
+                ends[st.server.name] = float(st.pairs)
+            elif st.pairs >= 2:
+                ends[st.server.name] = self._played(st, settings, stream)
+        known = [float(np.mean(x)) - settings.min_pairs for x in ends.values()]
+        extra = (sum(known) + PRIOR_WEIGHT * PRIOR_EXTRA_PAIRS) / (len(known) + PRIOR_WEIGHT)
+        left = np.zeros(outlook.SIMS)
         for st in self.states:
-            cost = st.cost() if st.pair_seconds else typical
-            needed = None if st.failed else st.pairs if st.stopped else self._pairs_needed(st, settings)
-            # It borrows where the pairs it needs fit its limit (as decide judges it), else its budget bounds it.
-            # A server still within its budget is projected to borrow only where its pairs cost at most REACH budgets
-            # (replayed on the run of 27 November 18:01, which borrowed: 87% of the points within ±25% with this bound,
-            # 78% without; a spread from 5 pairs projects far, and such servers mostly went out of reach instead).
-            limit = self.limit(st, settings)
-            total_s = None if needed is None else st.spent + (needed - st.pairs) * cost
-            limits[st.server.name] = limit if total_s is not None and total_s <= limit and (
-                st.spent > settings.budget or total_s <= stopping.REACH * settings.budget) else settings.budget
-            affordable = max(settings.min_pairs, st.pairs + int(max(limits[st.server.name] - st.spent, 0.0) // cost))
-            reach = None if needed is None else self._pairs_needed(st, settings, optimistic=True)
-            if reach is not None and st.spent <= settings.budget and \
-                    st.spent + (reach - st.pairs) * cost > stopping.REACH * settings.budget:
-                needed = st.pairs  # out of reach (as decide judges it): it stops at --min-pairs
-            projected[st.server.name] = None if needed is None else \
-                min(max(needed, settings.min_pairs), affordable, settings.max_pairs)
-        # Servers with no interval yet: the further pairs of those that have reached --min-pairs, shrunk towards
-        # PRIOR_EXTRA_PAIRS while few have (the first to reach it would otherwise set it alone).
-        beyond = [n - settings.min_pairs for n in projected.values() if n is not None]
-        extra = (sum(beyond) + PRIOR_WEIGHT * PRIOR_EXTRA_PAIRS) / (len(beyond) + PRIOR_WEIGHT)
-        left = 0.0
-        for st in self.states:
-            if st.failed or st.stopped:
+            if st.failed:
                 continue
             cost = st.cost() if st.pair_seconds else typical
-            affordable = max(settings.min_pairs,
-                             st.pairs + int(max(limits[st.server.name] - st.spent, 0.0) // cost))
-            total = projected[st.server.name]
-            total = min(settings.min_pairs + extra, affordable, settings.max_pairs) if total is None else total
-            left += max(total - st.pairs, 0.0) * cost
-        return left
+            total = ends.get(st.server.name)
+            if total is None:
+                affordable = st.pairs + max(self.limit(st, settings) - st.spent, 0.0) // cost
+                total = min(settings.min_pairs + extra, max(settings.min_pairs, affordable), settings.max_pairs)
+            left += np.maximum(total - st.pairs, 0.0) * cost
+        # The continuations' spread is not shown: it leaves out the servers with fewer than two pairs and the costs
+        # per pair, and a central 80% of it held the truth at only 25-69% of the points of the recorded runs.
+        return float(np.mean(left))
+
+    def _played(self, st: ServerState, settings: Settings, stream: int) -> np.ndarray:
+        """The pairs the server ends with in each of outlook's continuations, from its pairs so far."""
+        ratios = st.ratios()
+        within, run_rel = st.within_variance(), self.run_spread()
+        floor = max(math.sqrt(within) if within else 0.0, run_rel * abs(statistics.fmean(ratios)) if run_rel else 0.0)
+        return outlook.continuations(ratios, floor_sd=floor, ref_ns=self.reference_ns(),
+                                     abs_ns=settings.precision_floor * 1000, rel=settings.precision / 100,
+                                     spent_s=st.spent, cost_s=st.cost(), budget_s=settings.budget,
+                                     limit_s=self.limit(st, settings), min_pairs=settings.min_pairs,
+                                     max_pairs=settings.max_pairs, stream=stream)
 
     def _pairs_needed(self, st: ServerState, settings: Settings, optimistic: bool = False) -> float | None:
         """The fewest pairs whose interval would meet the target if the sd stayed what it is now: its pairs so far if it
         meets it now, else at least one more (a server that has not stopped gets another pair); None before
-        --min-pairs (two pairs' spread projects too far: replayed on the committed runs under the out-of-reach rule's
-        first form, at the sd itself, the time-left estimate strayed by up to 57% with it, 39% without). optimistic: as
+        --min-pairs, where the rule does not look. optimistic: as
         the out-of-reach rule judges it (stopping.pairs_needed), so that a few pairs that spread by chance do not make a
         server look out of reach."""
         iv, ref = self.interval(st), self.reference_ns()

@@ -158,10 +158,12 @@ def _pair(rng: random.Random, s: dict) -> None:
     s["pairs"].append(stopping.pair_ratio(units))
 
 
-def _simulate_run(rng: random.Random, family: str, budget: float | None = None, borrow: float = 0.0) -> list[dict]:
+def _simulate_run(rng: random.Random, family: str, budget: float | None = None, borrow: float = 0.0,
+                  look=None) -> list[dict]:
     """budget: a pair costs 1 s, and a server stops on its budget or out of reach, as stopping.decide judges with the
     pairs its interval needs (None: no budget, the rule's precision part alone); borrow: past its budget a server may
-    borrow up to that many budgets from what the run's stopped servers left unspent (stopping.limit)."""
+    borrow up to that many budgets from what the run's stopped servers left unspent (stopping.limit). look: called
+    with each server that has not stopped after a look, the run's spread and the server's limit."""
     servers = [_server(rng, family) for _ in range(SERVERS_PER_RUN)]
     while True:
         todo = [s for s in servers if s["stop"] is None]
@@ -189,6 +191,8 @@ def _simulate_run(rng: random.Random, family: str, budget: float | None = None, 
                                         budget_s=1e9 if budget is None else budget, pairs_needed=needed,
                                         limit_s=limit, pairs_needed_at_sd=None if needed is None else
                                         stopping.pairs_needed(iv.stop_sd, n, goal, MAX_PAIRS))
+            if look is not None and s["stop"] is None:
+                look(s, spread, limit)
 
 
 def _coverage(family: str, runs: int, seed: int, budget: float | None = None,
