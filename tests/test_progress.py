@@ -9,12 +9,12 @@ the recorded times of the pairs still to come.
 
 The target is ±25% from the second minute on. What the estimate reaches is asserted per run as measured
 (docs/targets.md): the share of the time within ±25% while at least a minute is left, and its worst error. Since the
-estimate plays each server's stopping rule forward (outlook.py), the ten runs' replays hold 82-100% of their points
-within ±25% (75-100% with the projection at each server's sd so far, the estimate before it); the misses are near the
-end of a run, where one or two servers that go on past their budget, or stop out of reach, hold most of the time left.
-The runs of 26 and 27 November used today's stopping rule, the last of them today's budget rule too (the one of 18:01
-with borrowing: a server past its budget may go on with time others left unspent); the one of 25 November an earlier
-rule.
+estimate plays each server's stopping rule forward (outlook.py), the ten runs it was developed on replay with 82-100%
+of their points within ±25% (75-100% with the projection at each server's sd so far, the estimate before it); the two
+runs made with it after, 89% and 57%. The misses come where a few servers that go on past their budget, or stop out of
+reach, hold most of the time left.
+The runs of 26 and 27 November used today's stopping rule, those from 18:01 on today's budget rule too (borrowing: a
+server past its budget may go on with time others left unspent); the one of 25 November an earlier rule.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ RUNS = [("20261125T124842Z", 145, 1397.0, 0.95, 0.35),
         ("20261127T151750Z", 155, 1345.6, 0.95, 0.30),
         ("20261127T155050Z", 144, 1240.0, 0.99, 0.24),
         ("20261127T180141Z", 157, 1401.1, 0.95, 0.81),
-        ("20261127T193534Z", 165, 1448.9, 0.81, 0.45)]
+        ("20261127T193534Z", 165, 1448.9, 0.81, 0.45),
+        ("20261127T214406Z", 149, 1231.9, 0.88, 0.70),
+        ("20261127T221230Z", 158, 1302.1, 0.56, 0.60)]
 
 
 def _settings(borrow: float = 0.0):
@@ -125,13 +127,21 @@ def live(run: Path) -> list[tuple[float, float | None, float]]:
 #: pairs to borrow up to twice their budget, where most went out of reach instead (+105% with 2 min left); the schedule
 #: has since projected borrowing only for those whose pairs cost at most REACH budgets (its replay: 87% within). The
 #: run of 19:35, made so, is low the other way (-56%): Helidon and Jetty 12.1 on virtual threads borrowed and met at 14
-#: and 15 pairs. Whether a server of wide spread borrows or goes out of reach is decided by its next pairs' noise.
+#: and 15 pairs. Whether a server of wide spread borrows or goes out of reach is decided by its next pairs' noise. The
+#: run of 21:44 is the first whose estimate plays each server's rule forward over that noise (outlook.py): 89% within,
+#: worst +68% with 1.5 min left (the six servers still going took 96 s where 158 were expected; Jetty 12.1 on virtual
+#: threads went out of reach at its seventh pair). The run of 22:12, made so too, is low from its seventh minute to its
+#: end (46% within, worst -59%): Jetty 12.1 on virtual threads, Spring MVC, Akka and Ktor CIO all went on longer than
+#: their continuations expected (16, 12, 7 and 6 pairs). On these two runs, which it was not fitted on, the estimate
+#: before it replays about as well (90% and 50% within, worst +40% and -72%, against 89% and 57%, +69% and -59%).
 LIVE_RUNS = [("20261127T123200Z", 164, 0.85, 0.43),
              ("20261127T130903Z", 158, 0.93, 0.39),
              ("20261127T151750Z", 155, 0.91, 0.34),
              ("20261127T155050Z", 144, 0.97, 0.30),
              ("20261127T180141Z", 157, 0.72, 1.05),
-             ("20261127T193534Z", 165, 0.68, 0.57)]
+             ("20261127T193534Z", 165, 0.68, 0.57),
+             ("20261127T214406Z", 149, 0.88, 0.69),
+             ("20261127T221230Z", 158, 0.45, 0.60)]
 
 
 @pytest.mark.parametrize("name,pairs,share,worst", LIVE_RUNS)
