@@ -18,12 +18,14 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from . import outlook, paired, stopping
+from . import paired, stopping
 from .servers import Server
 from .settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: A pair measures at least long enough to fill this share of a process's preparation time (the recent median):
 #: the measured CPU would wait for the next process meanwhile anyway.
@@ -176,6 +178,10 @@ class Schedule:
         number of pairs beyond --min-pairs that the others so far end with, played or stopped, shrunk towards
         PRIOR_EXTRA_PAIRS while few have (the first would otherwise set it alone), never more than --max-pairs or
         its limit affords."""
+        import numpy as np  # an analysis package, as the outlook's: --help does without them
+
+        from . import outlook
+
         measured = [st for st in self.states if st.pair_seconds]
         if not measured:
             return None
@@ -206,6 +212,7 @@ class Schedule:
 
     def _played(self, st: ServerState, settings: Settings, stream: int) -> np.ndarray:
         """The pairs the server ends with in each of outlook's continuations, from its pairs so far."""
+        from . import outlook
         ratios = st.ratios()
         within, run_rel = st.within_variance(), self.run_spread()
         floor = max(math.sqrt(within) if within else 0.0, run_rel * abs(statistics.fmean(ratios)) if run_rel else 0.0)
