@@ -53,6 +53,19 @@ def _needed(factor: np.ndarray, sd_ns: np.ndarray, goal_ns: np.ndarray, pairs: i
     return np.where(fits.any(axis=1), ns[np.argmax(fits, axis=1)], max_pairs)
 
 
+def _stops(m: int, sd_ns: np.ndarray, goal_ns: np.ndarray, spent_s: float, *, cost_s: float, budget_s: float,
+           limit_s: float, max_pairs: int, half: np.ndarray, optimistic: np.ndarray) -> np.ndarray:
+    """Per continuation, whether stopping.decide stops the server after its m-th pair (at least --min-pairs, fewer than
+    max_pairs), at the sd (its interval's, stop_sd) and target of that look, spent_s so far: its vectorized twin, which
+    tests/test_outlook.py holds to it."""
+    met = half[m] * sd_ns <= goal_ns
+    if spent_s + cost_s > budget_s:
+        need = _needed(half, sd_ns, goal_ns, m, max_pairs)
+        return met | (spent_s + np.maximum(need - m, 1) * cost_s > limit_s)
+    need = _needed(half, sd_ns * optimistic[m], goal_ns, m, max_pairs)
+    return met | (spent_s + (need - m) * cost_s > stopping.REACH * budget_s)
+
+
 def continuations(ratios: Sequence[float], *, floor_sd: float, ref_ns: float, abs_ns: float, rel: float,
                   spent_s: float, cost_s: float, budget_s: float, limit_s: float, min_pairs: int, max_pairs: int,
                   sims: int = SIMS, stream: int = 0) -> np.ndarray:
@@ -82,16 +95,10 @@ def continuations(ratios: Sequence[float], *, floor_sd: float, ref_ns: float, ab
         own = np.sqrt(np.maximum((squares - m * mean * mean) / (m - 1), 0.0))
         sd_ns = np.maximum(own, floor_sd) * ref_ns
         goal_ns = np.maximum(abs_ns, rel * np.abs(mean - 1) * ref_ns)
-        spent = spent_s + (m - n) * cost_s
-        met = half[m] * sd_ns <= goal_ns
-        if spent + cost_s > budget_s:
-            need = _needed(half, sd_ns, goal_ns, m, max_pairs)
-            stop = met | (spent + np.maximum(need - m, 1) * cost_s > limit_s)
-        else:
-            need = _needed(half, sd_ns * optimistic[m], goal_ns, m, max_pairs)
-            stop = met | (spent + (need - m) * cost_s > stopping.REACH * budget_s)
         if m < min_pairs:
             continue
+        stop = _stops(m, sd_ns, goal_ns, spent_s + (m - n) * cost_s, cost_s=cost_s, budget_s=budget_s,
+                      limit_s=limit_s, max_pairs=max_pairs, half=half, optimistic=optimistic)
         ends[going & stop] = m
         going &= ~stop
         if not going.any():

@@ -35,6 +35,7 @@ FILL_SHARE = 0.8
 #: PRIOR_WEIGHT servers.
 PRIOR_EXTRA_PAIRS, PRIOR_WEIGHT = 1.0, 5
 
+
 @dataclass
 class ServerState:
     server: Server
@@ -225,9 +226,8 @@ class Schedule:
     def _pairs_needed(self, st: ServerState, settings: Settings, optimistic: bool = False) -> float | None:
         """The fewest pairs whose interval would meet the target if the sd stayed what it is now: its pairs so far if it
         meets it now, else at least one more (a server that has not stopped gets another pair); None before
-        --min-pairs, where the rule does not look. optimistic: as
-        the out-of-reach rule judges it (stopping.pairs_needed), so that a few pairs that spread by chance do not make a
-        server look out of reach."""
+        --min-pairs, where the rule does not look. optimistic: as the out-of-reach rule judges it
+        (stopping.pairs_needed), so that a few pairs that spread by chance do not make a server look out of reach."""
         iv, ref = self.interval(st), self.reference_ns()
         if iv is None or ref is None or iv.sd is None or st.pairs < max(2, settings.min_pairs):
             return None

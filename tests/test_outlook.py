@@ -87,3 +87,31 @@ def test_the_expected_pairs_by_simulation(family):
     # Measured: 1.42 further pairs against 1.47 expected (normal), 1.39 against 1.44 (t3); the outlook draws normal
     # pairs, and a second mode that a server's pairs have not shown yet is missed: 2.60 against 2.04 (mix).
     assert abs(bias) <= (0.25 if family == "mix" else 0.1) * statistics.fmean(further)
+
+
+def test_the_continuations_stop_where_the_schedule_would():
+    # outlook._stops re-states stopping.decide for many continuations at once; on random looks (pairs, spread, time
+    # spent, limit) it must stop exactly where stopping.decide, fed as the schedule feeds it, does.
+    rng = random.Random(7)
+    ref, abs_ns, rel, max_pairs, budget = 10_000.0, 500.0, 0.05, 40, 60.0
+    half, optimistic = outlook._half_factor(max_pairs), outlook._optimistic_factor(max_pairs)
+    stops = 0
+    for _ in range(500):
+        m = rng.randint(3, max_pairs - 1)
+        centre, spread = rng.uniform(1.05, 4.0), rng.uniform(0.001, 0.3)
+        ratios = [rng.gauss(centre, spread) for _ in range(m)]
+        floor = rng.choice([0.0, rng.uniform(0.0, 0.1)])
+        iv = stopping.interval(ratios, ref, within_var=floor ** 2)
+        spent, cost = rng.uniform(0.0, 120.0), rng.uniform(1.0, 15.0)
+        limit = budget + rng.choice([0.0, rng.uniform(0.0, budget)])
+        goal = stopping.target_ns(iv.diff.mean, abs_ns, rel)
+        expected = stopping.decide(
+            pairs=m, min_pairs=3, max_pairs=max_pairs, target_met=stopping.met(iv, ref, abs_ns, rel), failed=False,
+            spent_s=spent, next_pair_s=cost, budget_s=budget,
+            pairs_needed=stopping.pairs_needed(iv.sd * ref, m, goal, max_pairs, optimistic=True), limit_s=limit,
+            pairs_needed_at_sd=stopping.pairs_needed(iv.sd * ref, m, goal, max_pairs)) is not None
+        got = outlook._stops(m, np.array([iv.sd * ref]), np.array([goal]), spent, cost_s=cost, budget_s=budget,
+                             limit_s=limit, max_pairs=max_pairs, half=half, optimistic=optimistic)[0]
+        assert got == expected, (m, ratios, floor, spent, cost, limit)
+        stops += expected
+    assert 50 <= stops <= 450  # both outcomes are exercised
