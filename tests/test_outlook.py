@@ -12,7 +12,7 @@ import statistics
 
 import numpy as np
 import pytest
-import test_stopping as sim
+import stopping_sim as sim
 
 from latency_diff import outlook, stopping
 
@@ -77,7 +77,7 @@ def test_the_expected_pairs_by_simulation(family):
         looks.append((s, n, float(np.mean(ends))))
 
     for _ in range(10):
-        sim._simulate_run(rng, family, budget=5.0, borrow=1.0, look=look)
+        sim.simulate_run(rng, family, budget=5.0, borrow=1.0, look=look)
     further = [len(s["pairs"]) - n for s, n, _ in looks]
     expected = [e - n for _, n, e in looks]
     bias = statistics.fmean(further) - statistics.fmean(expected)

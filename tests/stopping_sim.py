@@ -1,0 +1,101 @@
+"""The stopping simulation: runs of simulated servers through the kit's own stopping rule (latency_diff/stopping.py),
+look by look, as the driver's schedule does. Used by tests/test_stopping.py (coverage) and tests/test_outlook.py (the
+continuations' calibration).
+
+A run has 37 servers. Every round gives each server that still wants one a pair; a pair's ratio is
+the median of its 32 units; after each round the run's spread is taken over every server's pairs so
+far, and each server is stopped or not by stopping.decide. True ratios are spread from 1.05 to 11 (log-
+uniform), at a reference of 5,660 ns (the Intel host's), with the default target ±max(0.5 us, 5%);
+a pair's spread is lognormal around 1% of the ratio (0.2% to 5%, as in the committed runs), of which the
+units' noise is 20% to 70%. The families of the between-pair part: normal; Student's t with 3 degrees
+of freedom (heavy tails), scaled to the same sd; and an 80/20 mixture of two such normal modes 3 targets
+apart (two speed modes of fresh JVMs). A server that reaches max pairs stops there (the budget's part).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+from latency_diff import stopping
+
+REF_NS = 5660.0
+ABS_NS, REL = 500.0, 0.05
+SERVERS_PER_RUN = 37
+UNITS = 32
+MIN_PAIRS, MAX_PAIRS = 3, 8
+
+
+def server(rng: random.Random, family: str) -> dict:
+    ratio = 1 + math.exp(rng.uniform(math.log(0.05), math.log(10)))
+    target = stopping.target_ns((ratio - 1) * REF_NS, ABS_NS, REL) / REF_NS  # in ratio units
+    sd = math.exp(rng.gauss(math.log(0.01), 0.8)) * ratio  # a pair's sd
+    within_share = rng.uniform(0.2, 0.7)
+    unit_sd = math.sqrt(within_share * sd ** 2 * UNITS / stopping.MEDIAN_VARIANCE)
+    between_sd = math.sqrt((1 - within_share) * sd ** 2)
+    truth = ratio + (0.2 * 3 * target if family == "mix" else 0.0)
+    return {"ratio": ratio, "target": target, "unit_sd": unit_sd, "between_sd": between_sd, "truth": truth,
+            "family": family, "units": [], "pairs": [], "stop": None}
+
+
+def pair(rng: random.Random, s: dict) -> None:
+    if s["family"] == "t3":  # t with 3 degrees of freedom has variance 3: scale to between_sd
+        z = rng.gauss(0, 1) / math.sqrt(sum(rng.gauss(0, 1) ** 2 for _ in range(3)) / 3) / math.sqrt(3)
+    else:
+        z = rng.gauss(0, 1)
+    centre = s["ratio"] + s["between_sd"] * z
+    if s["family"] == "mix" and rng.random() < 0.2:
+        centre += 3 * s["target"]
+    units = [centre + rng.gauss(0, s["unit_sd"]) for _ in range(UNITS)]
+    s["units"].append(units)
+    s["pairs"].append(stopping.pair_ratio(units))
+
+
+def simulate_run(rng: random.Random, family: str, budget: float | None = None, borrow: float = 0.0,
+                  look=None) -> list[dict]:
+    """budget: a pair costs 1 s, and a server stops on its budget or out of reach, as stopping.decide judges with the
+    pairs its interval needs (None: no budget, the rule's precision part alone); borrow: past its budget a server may
+    borrow up to that many budgets from what the run's stopped servers left unspent (stopping.limit). look: called
+    with each server that has not stopped after a look, the run's spread and the server's limit."""
+    servers = [server(rng, family) for _ in range(SERVERS_PER_RUN)]
+    while True:
+        todo = [s for s in servers if s["stop"] is None]
+        if not todo:
+            return servers
+        for s in todo:
+            pair(rng, s)
+        spread = stopping.run_spread([s["pairs"] for s in servers])
+        for s in todo:
+            iv = stopping.interval(s["pairs"], REF_NS, within_var=stopping.within_variance(s["units"]),
+                                   run_rel_sd=spread, target=(ABS_NS, REL))
+            s["interval"] = iv
+            n, met = len(s["pairs"]), stopping.met(iv, REF_NS, ABS_NS, REL)
+            goal = stopping.target_ns((iv.ratio.mean - 1) * REF_NS, ABS_NS, REL) / REF_NS
+            needed = None if budget is None or n < MIN_PAIRS or met else stopping.pairs_needed(
+                iv.stop_sd, n, goal, MAX_PAIRS, optimistic=True)
+            limit = None
+            if budget is not None and borrow:
+                unspent = sum(max(budget - len(x["pairs"]), 0) for x in servers if x["stop"] is not None)
+                borrowed = sum(max(len(x["pairs"]) - budget, 0) for x in servers)
+                limit = stopping.limit(budget_s=budget, spent_s=float(n), borrow=borrow, unspent_s=unspent,
+                                       borrowed_s=borrowed)
+            s["stop"] = stopping.decide(pairs=n, min_pairs=MIN_PAIRS, max_pairs=MAX_PAIRS, target_met=met,
+                                        failed=False, spent_s=float(n), next_pair_s=1.0,
+                                        budget_s=1e9 if budget is None else budget, pairs_needed=needed,
+                                        limit_s=limit, pairs_needed_at_sd=None if needed is None else
+                                        stopping.pairs_needed(iv.stop_sd, n, goal, MAX_PAIRS))
+            if look is not None and s["stop"] is None:
+                look(s, spread, limit)
+
+
+def coverage(family: str, runs: int, seed: int, budget: float | None = None,
+              borrow: float = 0.0) -> tuple[float, float, int, float]:
+    rng = random.Random(seed)
+    servers = [s for _ in range(runs) for s in simulate_run(rng, family, budget, borrow)]
+    coverage.out_of_reach = sum(s["stop"] == stopping.OUT_OF_REACH for s in servers)
+    coverage.borrowed = sum(budget is not None and len(s["pairs"]) > budget for s in servers)
+    covered = [s["interval"].ratio.ci95_low <= s["truth"] <= s["interval"].ratio.ci95_high for s in servers]
+    at_min = [c for c, s in zip(covered, servers, strict=True) if len(s["pairs"]) == MIN_PAIRS]
+    return (statistics.fmean(covered), statistics.fmean(at_min) if at_min else math.nan, len(servers),
+            statistics.fmean(len(s["pairs"]) for s in servers))
