@@ -173,20 +173,18 @@ class Schedule:
         """The measured CPU's expected time still to come (None before the first pair): the servers' further pairs
         times each one's cost per pair, the mean over outlook's continuations.
 
-        A server's cost is ServerState.cost, or, before its first pair, the median first pair of the servers measured
-        so far, windows included. Its further pairs: none once its stopping rule says so; from its second pair on,
-        its stopping rule played forward (outlook.continuations, at what it may borrow now); before that, the mean
-        number of pairs beyond --min-pairs that the others so far end with, played or stopped, shrunk towards
-        PRIOR_EXTRA_PAIRS while few have (the first would otherwise set it alone), never more than --max-pairs or
-        its limit affords."""
+        A server's cost is its costs() entry. Its further pairs: none once its stopping rule says so; from its second
+        pair on, its stopping rule played forward (outlook.continuations, at what it may borrow now); before that, the
+        mean number of pairs beyond --min-pairs that the others so far end with, played or stopped, shrunk towards
+        PRIOR_EXTRA_PAIRS while few have (the first would otherwise set it alone), never more than --max-pairs or its
+        limit affords."""
         import numpy as np  # an analysis package, as the outlook's: --help does without them
 
         from . import outlook
 
-        measured = [st for st in self.states if st.pair_seconds]
-        if not measured:
+        costs = self.costs()
+        if costs is None:
             return None
-        typical = statistics.median(st.first_pair_seconds or st.pair_seconds[0] for st in measured)
         ends: dict[str, np.ndarray | float] = {}
         for stream, st in enumerate(self.states):
             if st.failed:
@@ -201,7 +199,7 @@ class Schedule:
         for st in self.states:
             if st.failed:
                 continue
-            cost = st.cost() if st.pair_seconds else typical
+            cost = costs[st.server.name]
             total = ends.get(st.server.name)
             if total is None:
                 affordable = st.pairs + max(self.limit(st, settings) - st.spent, 0.0) // cost
@@ -210,6 +208,16 @@ class Schedule:
         # The continuations' spread is not shown: it leaves out the servers with fewer than two pairs and the costs
         # per pair, and a central 80% of it held the truth at only 25-69% of the points of the recorded runs.
         return float(np.mean(left))
+
+    def costs(self) -> dict[str, float] | None:
+        """Per server, the measured CPU's expected time for its next pair (None before the first pair of the run):
+        ServerState.cost, or, before its first pair, the median first pair of the servers measured so far, windows
+        included."""
+        measured = [st for st in self.states if st.pair_seconds]
+        if not measured:
+            return None
+        typical = statistics.median(st.first_pair_seconds or st.pair_seconds[0] for st in measured)
+        return {st.server.name: st.cost() if st.pair_seconds else typical for st in self.states}
 
     def _played(self, st: ServerState, settings: Settings, stream: int) -> np.ndarray:
         """The pairs the server ends with in each of outlook's continuations, from its pairs so far."""

@@ -10,18 +10,24 @@ the recorded times of the pairs still to come.
 The target is ±25% from the second minute on. What the estimate reaches is asserted per run as measured
 (docs/targets.md): the share of the time within ±25% while at least a minute is left, and its worst error. Since the
 estimate plays each server's stopping rule forward (outlook.py), the ten runs it was developed on replay with 82-100%
-of their points within ±25% (75-100% with the projection at each server's sd so far, the estimate before it); the two
-runs made with it after, 89% and 57%. The misses come where a few servers that go on past their budget, or stop out of
-reach, hold most of the time left.
+of their points within ±25% (75-100% with the projection at each server's sd so far, the estimate before it); the three
+runs made with it after, 89%, 57% and 96%. The misses come where a few servers that go on past their budget, or stop
+out of reach, hold most of the time left: the servers' continuations are calibrated, and with their further pairs
+known the costs alone hold 88-100% of each run's points (the last two tests); docs/targets.md, "The time left, run by
+run".
 The runs of 26 and 27 November used today's stopping rule, those from 18:01 on today's budget rule too (borrowing: a
 server past its budget may go on with time others left unspent); the one of 25 November an earlier rule.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from latency_diff import evaluate, rundir, schedule, stopping
@@ -41,7 +47,8 @@ RUNS = [("20261125T124842Z", 145, 1397.0, 0.95, 0.35),
         ("20261127T180141Z", 157, 1401.1, 0.95, 0.81),
         ("20261127T193534Z", 165, 1448.9, 0.81, 0.45),
         ("20261127T214406Z", 149, 1231.9, 0.88, 0.70),
-        ("20261127T221230Z", 158, 1302.1, 0.56, 0.60)]
+        ("20261127T221230Z", 158, 1302.1, 0.56, 0.60),
+        ("20261128T003002Z", 153, 1250.1, 0.95, 0.46)]
 
 
 def _settings(borrow: float = 0.0):
@@ -54,24 +61,43 @@ def _settings(borrow: float = 0.0):
                     allow_concurrent=False, sources={})
 
 
+@dataclass
+class Replayed:
+    """A recorded run replayed pair by pair (see replay)."""
+    #: (elapsed, estimate, truth) in seconds after each counted pair.
+    points: list[tuple[float, float | None, float]] = field(default_factory=list)
+    #: At each look after which the server went on (from its second pair): the share of its continuations that end
+    #: before the pairs it took (ties count half), its probability integral transform.
+    pits: list[float] = field(default_factory=list)
+    #: (elapsed, estimate with each server's further pairs known, truth): the costs per pair alone.
+    known: list[tuple[float, float, float]] = field(default_factory=list)
+
+
 def replay(run: Path) -> list[tuple[float, float | None, float]]:
     """(elapsed, estimate, truth) in seconds after each counted pair of the recorded run, as today's rule would have
     run it: a server's pairs after the look at which its needs were out of reach (stopping.REACH) are left out."""
+    return replayed(run.name).points
+
+
+@functools.cache
+def replayed(name: str) -> Replayed:
+    run = RESULTS / name
     r = evaluate.build(run)
     units = {(s.name, p.pair): p.units["lean"] for s in r.servers for p in s.pairs if p.valid and p.units.get("lean")}
     files = rundir.load(run)
     recorded = [x for x in files.pairs if (x.server, x.pair) in units]
     settings = _settings(files.settings.get("borrow_budgets", 0.0))  # runs before borrowing: none
     records = _play(recorded, units, settings)  # which pairs today's rule takes
-    out: list[tuple[float, float | None, float]] = []
+    out = Replayed()
     _play(records, units, settings, out)
     return out
 
 
-def _play(records, units, settings, out=None):
+def _play(records, units, settings, out: Replayed | None = None):
     """Counts the records in order into a schedule (out: gets the points); returns those it counted: a server's are
     left out after the look that found its needs out of reach."""
     last = {x.server: x.pair for x in records}
+    final = Counter(x.server for x in records)
     names = dict.fromkeys(x.server for x in records)
     sch = schedule.Schedule([schedule.ServerState(Server(name=n, display=n, module_dir=Path("."), threading="x",
                                                          notes=""), 8) for n in names])
@@ -92,8 +118,16 @@ def _play(records, units, settings, out=None):
         st.stopped = "recorded" if last[x.server] == x.pair else \
             stopping.OUT_OF_REACH if sch.decide(st, settings) == stopping.OUT_OF_REACH else None
         elapsed += x.seconds["total"]
-        if out is not None:
-            out.append((elapsed, sch.seconds_left(settings), sum(totals[i + 1:])))
+        if out is None:
+            continue
+        truth = sum(totals[i + 1:])
+        out.points.append((elapsed, sch.seconds_left(settings), truth))
+        costs = sch.costs()
+        out.known.append((elapsed, sum((final[y.server.name] - y.pairs) * costs[y.server.name] for y in sch.states),
+                          truth))
+        if not st.stopped and st.pairs >= 2 and not sch._decision(st, settings):
+            ends = sch._played(st, settings, sch.states.index(st))
+            out.pits.append(float(np.mean(ends < final[x.server]) + 0.5 * np.mean(ends == final[x.server])))
     return kept
 
 
@@ -109,6 +143,35 @@ def test_the_estimate_on_a_recorded_run(name, pairs, total, share, worst):
     print(f"{name}: {inside:.0%} of {len(errors)} points within ±25%, worst {min(errors):+.0%} / {max(errors):+.0%}")
     assert inside >= share
     assert max(abs(x) for x in errors) <= worst
+
+
+@pytest.mark.parametrize("name", [r[0] for r in RUNS])
+def test_with_each_servers_pairs_known_the_costs_hold_the_estimate(name):
+    # The estimate's two parts, apart: with each server's further pairs taken from the record, the costs so far
+    # (Schedule.costs) hold 88-100% of each run's points within ±25% (measured on the thirteen runs: 93% in the run of
+    # 18:01, 88% in the one of 28 November, 00:30, whose last pairs cost more than their servers' earlier ones, worst
+    # -34%; 99-100% in the others), where the estimate itself holds 57-100%: its misses are mostly the pairs the servers
+    # go on to take. A cost model off by a pair's waits fails (the measuring time alone: 34% and 65% in two runs); one
+    # within about a fifth may pass (the first pair's time with its windows does).
+    late = [(est - truth) / truth for e, est, truth in replayed(name).known if e >= 120 and truth >= 60]
+    inside = sum(abs(x) <= 0.25 for x in late) / len(late)
+    print(f"{name}: {inside:.0%} of {len(late)} points within ±25%, worst {min(late):+.0%} / {max(late):+.0%}")
+    assert inside >= 0.85
+
+
+def test_the_continuations_are_calibrated_on_the_recorded_runs():
+    # At each look after which a server went on, the share of its continuations that end before the pairs it took is
+    # uniform if they are calibrated: its mean near 1/2, a tenth of the looks in each tail (fewer, as many
+    # continuations end on the pairs it took itself and count half). Measured on the thirteen runs: 1,061 looks, mean
+    # 0.52, 4% below 0.1 and 8% above 0.9 (with each server's sd taken as its pairs show it, without its uncertainty,
+    # 15% above 0.9). The servers' outcomes are as uncertain as the continuations say; the run's time left sums them.
+    pits = np.array([p for r in RUNS for p in replayed(r[0]).pits])
+    print(f"{pits.size} looks, mean {pits.mean():.2f}, {np.mean(pits < 0.1):.0%} below 0.1, "
+          f"{np.mean(pits > 0.9):.0%} above 0.9")
+    assert pits.size >= 1000
+    assert 0.45 <= pits.mean() <= 0.58
+    assert np.mean(pits < 0.1) <= 0.12
+    assert np.mean(pits > 0.9) <= 0.12
 
 
 def live(run: Path) -> list[tuple[float, float | None, float]]:
@@ -134,6 +197,8 @@ def live(run: Path) -> list[tuple[float, float | None, float]]:
 #: end (46% within, worst -59%): Jetty 12.1 on virtual threads, Spring MVC, Akka and Ktor CIO all went on longer than
 #: their continuations expected (16, 12, 7 and 6 pairs). On these two runs, which it was not fitted on, the estimate
 #: before it replays about as well (90% and 50% within, worst +40% and -72%, against 89% and 57%, +69% and -59%).
+#: The run of 28 November, 00:30, made so too: 88% within, worst -45% with 1.1 min left (Tomcat NIO2 and Helidon, the
+#: last two servers, went on to 13 and 11 pairs, and their last pairs cost more than their earlier ones).
 LIVE_RUNS = [("20261127T123200Z", 164, 0.85, 0.43),
              ("20261127T130903Z", 158, 0.93, 0.39),
              ("20261127T151750Z", 155, 0.91, 0.34),
@@ -141,7 +206,8 @@ LIVE_RUNS = [("20261127T123200Z", 164, 0.85, 0.43),
              ("20261127T180141Z", 157, 0.72, 1.05),
              ("20261127T193534Z", 165, 0.68, 0.57),
              ("20261127T214406Z", 149, 0.88, 0.69),
-             ("20261127T221230Z", 158, 0.45, 0.60)]
+             ("20261127T221230Z", 158, 0.45, 0.60),
+             ("20261128T003002Z", 153, 0.87, 0.46)]
 
 
 @pytest.mark.parametrize("name,pairs,share,worst", LIVE_RUNS)
