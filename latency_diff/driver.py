@@ -32,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import conformance, envinfo, pair, rundir, windows
+from . import conformance, envinfo, pair, prior, rundir, windows
 from .clients import Clients
 from .lanes import Lane
 from .model import NULL_PAIR
@@ -120,10 +120,15 @@ class Run:
         self.writer.run({"run_id": self.dir.name, "status": status, **extra, "settings": self.settings.to_dict(),
                          "requests": {k: v.decode("latin-1") for k, v in self.requests.items()},
                          "env": self.env, "servers": self.servers_meta,
+                         "priors": {k: v.to_dict() for k, v in self.schedule.priors.items()},
                          "stops": self.schedule.stops()})
 
     def describe(self, java: str) -> None:
         self.env = envinfo.collect(java)
+        # What the kit knows of each server's spread on this kind of host (its earlier runs), or the shipped prior.
+        self.schedule.priors = prior.for_servers([st.server.name for st in self.schedule.states],
+                                                 self.settings.results_dir, self.settings.to_dict(), self.env,
+                                                 leave_out=self.dir.name)
         self.servers_meta = [s.to_dict() for s in [self.dummy] + [st.server for st in self.schedule.states]]
 
     def ensure_space(self) -> None:
@@ -360,8 +365,11 @@ class Run:
             stop()
 
     def _count(self, st: ServerState, rec: PairRecord, units: list) -> None:
-        """Counts a measured pair in the server's schedule."""
+        """Counts a measured pair in the server's schedule; one that yielded no unit fails its server (the analysis
+        finds it invalid too), so that no server takes pairs for ever."""
         if not units:
+            st.failed = "measure: the pair yielded no complete unit"
+            self.progress.say(f"{st.server.name}-p{rec.pair}: FAILED: the pair yielded no complete unit")
             return
         ref = self.schedule.reference_ns() or statistics.fmean(u.base_ns for u in units)
         st.record(units, rec.seconds["total"], rec.seconds.get("measure", 0.0), ref,
@@ -369,11 +377,13 @@ class Run:
                   prepare_s=rec.process.prepare_s if rec.process else None)
         self.progress.say(f"{st.server.name}-p{rec.pair}: {self.schedule.status(st, self.settings)}; "
                           f"{rec.seconds['total']:.0f} s ({rec.seconds.get('measure', 0):.0f} s measuring)")
-        self.progress.left_s = self.schedule.seconds_left(self.settings)
-        # On record, so that the estimate can be set against the time the run then took (tests/test_progress.py).
+        self.progress.left = self.schedule.seconds_left(self.settings)
+        # On record, so that the estimate can be set against the time the run then took.
+        left = self.progress.left
         self.writer.log("progress", f"{st.server.name}-p{rec.pair}", json.dumps(
             {"elapsed_s": round(time.monotonic() - self.progress.started, 1),
-             "left_s": None if self.progress.left_s is None else round(self.progress.left_s, 1)}))
+             "left_s": None if left is None else round(left[0], 1),
+             "at_most_s": None if left is None else round(left[1], 1)}))
 
     def stop_all(self) -> None:
         self.ctx.stop_everything()

@@ -21,6 +21,8 @@ from . import warnings as w
 from .abparse import AbParseError
 from .abparse import parse as parse_ab
 from .model import ClientResult, Costs, Pair, RunResult, Scaling, ServerResult
+from .prior import Prior
+from .prior import modes as prior_modes
 from .records import INTERLEAVED, BlockRecord, CostRecord, PairRecord
 from .stats import Summary
 
@@ -157,6 +159,8 @@ def read_pair(files: rundir.RunFiles, rec: PairRecord) -> Pair:
             blocks4.sort()
             p.units.setdefault(client, []).append(paired.quad_unit([x[1] for x in blocks4], [x[2] for x in blocks4],
                                                                    [x[3] for x in blocks4]))
+    if not problems and not any(p.units.values()):
+        problems.append("the pair yielded no complete unit (no ABBA quad or segment of both processes)")
     if problems:
         p.reason = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
     for who, c in rec.costs.items():
@@ -257,7 +261,8 @@ def build(run_dir: Path) -> RunResult:
                        reason=files.run.get("reason"), settings=settings, env=files.env, servers=servers,
                        warnings=[w.FileNote(n) for n in files.notes], clients=clients, primary=primary,
                        seconds=files.run.get("seconds"), caveat=_cold_caveat(settings),
-                       stops=files.run.get("stops"))
+                       stops=files.run.get("stops"),
+                       priors={k: Prior.from_dict(v) for k, v in (files.run.get("priors") or {}).items()})
     evaluate(result)
     for s in servers:
         if s.valid and not s.baseline:
@@ -323,11 +328,12 @@ def _summary(values: list[float | int | None]) -> Summary | None:
 
 
 def client_result(pairs: list[Pair], client: str, ref_ns: float, run_rel_sd: float | None = None,
-                  ref_rel_sd: float = 0.0, target: tuple[float, float] | None = None) -> ClientResult | None:
+                  prior: Prior | None = None, target: tuple[float, float] | None = None) -> ClientResult | None:
     """One client's figures over a server's valid pairs (None if it measured none of them). The ratio's and the diff's
-    intervals are the stopping rule's (stopping.interval): bounded below by the units' noise, by the run's
-    relative spread run_rel_sd and by the precision target (abs_ns, rel), a fixed width; the diff's adds the
-    reference's relative spread ref_rel_sd."""
+    intervals are the stopping rule's (stopping.interval): the pairs' spread with what the server's prior says of it,
+    bounded below by the units' noise (and, without a prior, by the run's relative spread run_rel_sd), with the
+    server's spread between runs, and never narrower than the precision target (abs_ns, rel); the diff's is the
+    ratio's at ref_ns."""
     used = [p for p in pairs if p.units.get(client)]
     if not used:
         return None
@@ -336,7 +342,7 @@ def client_result(pairs: list[Pair], client: str, ref_ns: float, run_rel_sd: flo
     scaled_units = [paired.unit_scaled(u, ref_ns) for u in units]
     within = paired.within_variance(scaled_units)
     between = paired.between_variance(scaled_units, within)
-    iv = stopping.interval([e.ratio for e in est], ref_ns, run_rel_sd=run_rel_sd, ref_rel_sd=ref_rel_sd, target=target,
+    iv = stopping.interval([e.ratio for e in est], ref_ns, run_rel_sd=run_rel_sd, prior=prior, target=target,
                            within_var=stopping.within_variance([[x.ratio for x in u] for u in units]))
     c = ClientResult(
         client=client, ref=ref_ns, diff=iv.diff, ratio=iv.ratio, own_ratio_sd=iv.own_sd, sd_bound=iv.bound, interval=iv,
@@ -375,6 +381,17 @@ def reference_spreads(r: RunResult) -> dict[str, float]:
     return out
 
 
+def host_speed(r: RunResult) -> dict | None:
+    """How the host's speed moved in the run, by the headline client: the dummy's round trip over the valid pairs
+    (lowest, median, highest, relative sd). Stated once for the run: the rows compare by ratio, at the median."""
+    bases = sorted(e.base_ns for s in r.servers for p in s.pairs
+                   if p.valid and (e := p.estimate(r.primary)) is not None)
+    if not bases:
+        return None
+    return {"client": r.primary, "pairs": len(bases), "low_ns": bases[0], "ref_ns": r.ref.get(r.primary),
+            "high_ns": bases[-1], "rel_sd": r.ref_spread.get(r.primary, 0.0)}
+
+
 def run_spreads(r: RunResult) -> dict[str, float | None]:
     """Per client, the run's relative between-pair spread of the ratio over its valid servers (stopping.run_spread)."""
     out = {}
@@ -400,6 +417,7 @@ def evaluate(r: RunResult) -> None:
         s.valid = s.reason is None
     r.ref = reference_rtts(r)
     r.ref_spread = reference_spreads(r)
+    r.host_speed = host_speed(r)
     spreads = run_spreads(r)
     for s in r.servers:
         stop = (r.stops or {}).get(s.name) or {}
@@ -411,8 +429,8 @@ def evaluate(r: RunResult) -> None:
             continue
         valid = [p for p in s.pairs if p.valid]
         for client in r.clients:
-            c = client_result(valid, client, r.ref[client], spreads.get(client),
-                              r.ref_spread.get(client, 0.0), (target_abs, target_rel)) if client in r.ref else None
+            c = client_result(valid, client, r.ref[client], spreads.get(client), r.priors.get(s.name),
+                              (target_abs, target_rel)) if client in r.ref else None
             if c is not None:
                 s.clients[client] = c
         if not s.clients:
@@ -424,6 +442,8 @@ def evaluate(r: RunResult) -> None:
         s.diff = head.diff
         s.target = stopping.target_ns(s.diff.mean, target_abs, target_rel)
         s.target_met = stopping.met(head.interval, head.ref, target_abs, target_rel)
+        s.prior = r.priors[s.name].to_dict() if s.name in r.priors else None
+        s.modes = _modes(s, r, head)
         _costs_of(s, valid, [p.estimate(s.primary) for p in valid], head.ref)
         s.requests = sum(c.requests for p in valid for c in p.costs.values())
         if "ab" in s.clients and "lean" in s.clients:
@@ -442,6 +462,18 @@ def evaluate(r: RunResult) -> None:
                                                                              cur.estimate_sd, prev.estimate_sd)))
     r.scaling = scaling(r)
     _run_warnings(r)
+
+
+def _modes(s: ServerResult, r: RunResult, head: ClientResult) -> dict | None:
+    """The server's two speed modes, in us at the reference: those of its earlier runs (its prior), else of this run's
+    pairs (prior.modes); None where neither shows two."""
+    known = r.priors.get(s.name)
+    m, source = (known.modes, "of its earlier runs") if known is not None and known.modes else \
+        (prior_modes(head.ratios), "of this run")
+    if m is None:
+        return None
+    return {"fast_ns": (m.fast - 1) * head.ref, "slow_ns": (m.slow - 1) * head.ref, "slow_share": m.slow_share,
+            "pairs": m.pairs, "source": source}
 
 
 def run_length_shift(valid: list[Pair], client: str) -> Summary | None:
@@ -604,8 +636,13 @@ def _warnings(s: ServerResult, r: RunResult) -> list[w.RunWarning]:
     if s.diff.n < 2:
         out.append(w.TooFewPairs(s.diff.n))
     elif not s.target_met:
-        judged = c.interval.stop_half * c.ref if c.interval.stop_half is not None else s.diff.half_width
-        out.append(w.TargetMissed(judged, s.diff.n, s.target, c.between_sd, s.diff.half_width))
+        iv = c.interval
+        judged = iv.stop_half * c.ref if iv.stop_half is not None else s.diff.half_width
+        runs = stopping.t_of(iv.df) * iv.tau_sd * c.ref if iv.df and iv.tau_sd else None
+        out.append(w.TargetMissed(judged, s.diff.n, s.target, c.between_sd, runs))
+    if s.modes is not None:
+        m = s.modes
+        out.append(w.SpeedModes(m["fast_ns"], m["slow_ns"], m["slow_share"], m["pairs"], m["source"]))
     # A pair this close to the others is noise, however tight they are: half the precision floor at least.
     for i in stats.outliers(c.estimates, min_abs=float(r.settings.get("precision_floor_us", 0.5)) * 500):
         out.append(w.OutlierPair(i + 1, c.estimates[i], statistics.median(c.estimates), len(c.estimates)))

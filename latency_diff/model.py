@@ -204,6 +204,10 @@ class ServerResult:
     #: file, relative to the run)}; None: not profiled (why in profile_problem, when a window failed).
     profile: dict | None = None
     profile_problem: str | None = None
+    #: What the kit knew of its spread before the run (prior.Prior as a dict); None: nothing.
+    prior: dict | None = None
+    #: Two speed modes of its fresh JVMs (evaluate._modes: fast_ns, slow_ns, slow_share, pairs, source); None: not seen.
+    modes: dict | None = None
 
     @property
     def estimates(self) -> list[float]:
@@ -279,9 +283,12 @@ class RunResult:
     caveat: str | None = None
     #: Per client: the reference baseline round trip its diffs are scaled to.
     ref: dict[str, float] = field(default_factory=dict, metadata={"unit": "ns"})
-    #: Per client: the relative sd of the run's baseline round trips over its pairs, the reference's own
-    #: uncertainty in the microsecond intervals (stopping.py).
+    #: Per client: the relative sd of the run's baseline round trips over its pairs: how the host's speed moved.
     ref_spread: dict[str, float] = field(default_factory=dict)
+    #: The host's speed in the run, stated once (evaluate.host_speed): the dummy's round trip, lowest to highest.
+    host_speed: dict | None = None
+    #: What was known of each server's spread before the run (run.json's "priors"; prior.py), by name.
+    priors: dict = field(default_factory=dict, metadata={"export": False})
     scaling: Scaling | None = None
     #: run.json's "stops": per server, why the driver gave it no more pairs, and after how many.
     stops: dict[str, dict] | None = field(default=None, metadata={"export": False})

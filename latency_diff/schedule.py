@@ -1,6 +1,7 @@
 """The schedule: which servers the next round measures, how many segments their next pair gets, when to stop.
 
-Every server gets --min-pairs process pairs, one per round, in an order that rotates from round to
+Every server gets --min-pairs process pairs (a server the kit has no prior for, a first stage of
+stopping.FIRST_STAGE), one per round, in an order that rotates from round to
 round. After each pair the stopping rule (stopping.py, its one home) looks at the server's interval:
 it stops when the interval is within the precision target, at --max-pairs, when another pair (at its
 expected cost, ServerState.cost) no longer fits in its --budget and what it may borrow (--borrow),
@@ -14,26 +15,18 @@ time goes to more pairs.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from . import paired, stopping
+from .prior import Prior
 from .servers import Server
 from .settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
-
-if TYPE_CHECKING:
-    import numpy as np
 
 #: A pair measures at least long enough to fill this share of a process's preparation time (the recent median):
 #: the measured CPU would wait for the next process meanwhile anyway.
 FILL_SHARE = 0.8
-#: The time-left estimate's prior for the pairs a server takes beyond --min-pairs: 1.0, as in the run of every server of
-#: 25 November (149 pairs for 37 rows of at least 3; 0.6 to 2.1 in the runs of 26 and 27 November), weighed as
-#: PRIOR_WEIGHT servers.
-PRIOR_EXTRA_PAIRS, PRIOR_WEIGHT = 1.0, 5
 
 
 @dataclass
@@ -101,6 +94,8 @@ class ServerState:
 @dataclass
 class Schedule:
     states: list[ServerState]
+    #: What is known of each server's spread before the run (prior.py), by name; none for a server not in it.
+    priors: dict[str, Prior] = field(default_factory=dict)
 
     def reference_ns(self) -> float | None:
         """The reference baseline round trip of the pairs so far (the analysis takes it over all of them)."""
@@ -114,7 +109,13 @@ class Schedule:
         ref = self.reference_ns()
         if not st.pair_units or ref is None:
             return None
-        return stopping.interval(st.ratios(), ref, within_var=st.within_variance(), run_rel_sd=self.run_spread())
+        return stopping.interval(st.ratios(), ref, within_var=st.within_variance(), run_rel_sd=self.run_spread(),
+                                 prior=self.priors.get(st.server.name))
+
+    def min_pairs(self, st: ServerState, settings: Settings) -> int:
+        """The pairs a server gets before a look may stop it: --min-pairs, and a first stage of stopping.FIRST_STAGE
+        for a server with no prior."""
+        return settings.min_pairs if st.server.name in self.priors else max(settings.min_pairs, stopping.FIRST_STAGE)
 
     def met(self, st: ServerState, settings: Settings) -> bool:
         iv, ref = self.interval(st), self.reference_ns()
@@ -128,7 +129,7 @@ class Schedule:
 
     def _decision(self, st: ServerState, settings: Settings) -> str | None:
         return stopping.decide(
-            pairs=st.pairs, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs,
+            pairs=st.pairs, min_pairs=self.min_pairs(st, settings), max_pairs=settings.max_pairs,
             target_met=self.met(st, settings), failed=st.failed is not None, spent_s=st.spent,
             next_pair_s=st.cost() if st.pair_seconds else None, budget_s=settings.budget,
             pairs_needed=self._pairs_needed(st, settings, optimistic=True), limit_s=self.limit(st, settings),
@@ -169,45 +170,27 @@ class Schedule:
         free_s = FILL_SHARE * statistics.median(prepare_times)
         return max(st.segments, min(MAX_SEGMENTS, int(free_s / unit_s)))
 
-    def seconds_left(self, settings: Settings) -> float | None:
-        """The measured CPU's expected time still to come (None before the first pair): the servers' further pairs
-        times each one's cost per pair, the mean over outlook's continuations.
+    def seconds_left(self, settings: Settings) -> tuple[float, float] | None:
+        """The measured CPU's time still to come (None before the first pair): (a projection, an upper bound).
 
-        A server's cost is its costs() entry. Its further pairs: none once its stopping rule says so; from its second
-        pair on, its stopping rule played forward (outlook.continuations, at what it may borrow now); before that, the
-        mean number of pairs beyond --min-pairs that the others so far end with, played or stopped, shrunk towards
-        PRIOR_EXTRA_PAIRS while few have (the first would otherwise set it alone), never more than --max-pairs or its
-        limit affords."""
-        import numpy as np  # an analysis package, as the outlook's: --help does without them
-
-        from . import outlook
-
+        The projection: each server that goes on takes the pairs its interval needs at its sd so far (at least its
+        first pairs; a server with no interval yet, one more than the first pairs), as far as its limit affords, at its
+        cost per pair (costs()). The bound holds by construction: no server spends past its limit (its budget and what
+        it may still borrow) by more than one pair, and one that has not started costs its first pairs at most."""
         costs = self.costs()
         if costs is None:
             return None
-        ends: dict[str, np.ndarray | float] = {}
-        for stream, st in enumerate(self.states):
-            if st.failed:
-                continue
-            if st.stopped or self._decision(st, settings):
-                ends[st.server.name] = float(st.pairs)
-            elif st.pairs >= 2:
-                ends[st.server.name] = self._played(st, settings, stream)
-        known = [float(np.mean(x)) - settings.min_pairs for x in ends.values()]
-        extra = (sum(known) + PRIOR_WEIGHT * PRIOR_EXTRA_PAIRS) / (len(known) + PRIOR_WEIGHT)
-        left = np.zeros(outlook.SIMS)
+        ahead = bound = 0.0
         for st in self.states:
-            if st.failed:
+            if st.failed or st.stopped or self._decision(st, settings):
                 continue
             cost = costs[st.server.name]
-            total = ends.get(st.server.name)
-            if total is None:
-                affordable = st.pairs + max(self.limit(st, settings) - st.spent, 0.0) // cost
-                total = min(settings.min_pairs + extra, max(settings.min_pairs, affordable), settings.max_pairs)
-            left += np.maximum(total - st.pairs, 0.0) * cost
-        # The continuations' spread is not shown: it leaves out the servers with fewer than two pairs and the costs
-        # per pair, and a central 80% of it held the truth at only 25-69% of the points of the recorded runs.
-        return float(np.mean(left))
+            first = self.min_pairs(st, settings)
+            can = max(self.limit(st, settings) - st.spent, 0.0)
+            need = self._pairs_needed(st, settings) or first + (1 if st.pairs >= first else 0)
+            ahead += min(max(need, first, st.pairs + 1) - st.pairs, can // cost + 1) * cost
+            bound += max(can + cost, (first - st.pairs) * cost)
+        return ahead, max(bound, ahead)
 
     def costs(self) -> dict[str, float] | None:
         """Per server, the measured CPU's expected time for its next pair (None before the first pair of the run):
@@ -219,30 +202,21 @@ class Schedule:
         typical = statistics.median(st.first_pair_seconds or st.pair_seconds[0] for st in measured)
         return {st.server.name: st.cost() if st.pair_seconds else typical for st in self.states}
 
-    def _played(self, st: ServerState, settings: Settings, stream: int) -> np.ndarray:
-        """The pairs the server ends with in each of outlook's continuations, from its pairs so far."""
-        from . import outlook
-        ratios = st.ratios()
-        within, run_rel = st.within_variance(), self.run_spread()
-        floor = max(math.sqrt(within) if within else 0.0, run_rel * abs(statistics.fmean(ratios)) if run_rel else 0.0)
-        return outlook.continuations(ratios, floor_sd=floor, ref_ns=self.reference_ns(),
-                                     abs_ns=settings.precision_floor * 1000, rel=settings.precision / 100,
-                                     spent_s=st.spent, cost_s=st.cost(), budget_s=settings.budget,
-                                     limit_s=self.limit(st, settings), min_pairs=settings.min_pairs,
-                                     max_pairs=settings.max_pairs, stream=stream)
-
     def _pairs_needed(self, st: ServerState, settings: Settings, optimistic: bool = False) -> float | None:
         """The fewest pairs whose interval would meet the target if the sd stayed what it is now: its pairs so far if it
         meets it now, else at least one more (a server that has not stopped gets another pair); None before
         --min-pairs, where the rule does not look. optimistic: as the out-of-reach rule judges it
         (stopping.pairs_needed), so that a few pairs that spread by chance do not make a server look out of reach."""
         iv, ref = self.interval(st), self.reference_ns()
-        if iv is None or ref is None or iv.sd is None or st.pairs < max(2, settings.min_pairs):
+        first = self.min_pairs(st, settings)
+        if iv is None or ref is None or iv.stop_sd is None or st.pairs < max(2, first):
             return None
-        if st.pairs >= settings.min_pairs and self.met(st, settings):
+        if self.met(st, settings):
             return st.pairs
         goal = stopping.target_ns(iv.diff.mean, settings.precision_floor * 1000, settings.precision / 100)
-        return stopping.pairs_needed(iv.sd * ref, st.pairs, goal, settings.max_pairs, optimistic)
+        prior = self.priors.get(st.server.name)
+        return stopping.pairs_needed(iv.stop_sd * ref, st.pairs, goal, settings.max_pairs, optimistic,
+                                     tau_sd=iv.tau_sd * ref, prior_df=prior.df if prior else 0)
 
     def next_round(self, settings: Settings, round_no: int) -> list[ServerState]:
         """The servers of round `round_no` (1-based), in an order rotated by one each round."""

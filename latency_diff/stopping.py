@@ -1,40 +1,40 @@
 """The stopping rule and the interval it stops on: one home for both, used by the driver's schedule while a run
 goes and by the analysis afterwards.
 
-A server's process pairs (fresh JVMs on both sides) each give a ratio, server / dummy round trip (paired.py).
-The interval of the mean ratio is Student's t over pairs, with a standard deviation that is never taken
-smaller than two bounds a handful of pairs cannot see past:
+A server's process pairs (fresh JVMs on both sides) each give a ratio, server / dummy round trip (paired.py). The
+estimand is the server's mean ratio over fresh JVMs on this kind of host, as its other runs would find it. Its
+interval is Student's t over pairs with two parts of variance:
 
-- **the within-pair bound**: a pair's ratio is the median of its units (segments), so it carries at least
-  their noise, (pi/2) x s_u^2 / k for k units of robust spread s_u (1.4826 x their median absolute
-  deviation, so that a rare slow segment does not inflate it: Huber, "Robust Statistics", 1981);
-- **the run's bound**: the median over the run's servers (three pairs or more) of the relative
-  between-pair spread, sd(ratio) / mean(ratio), times this server's mean ratio. Fresh JVMs spread by a
-  similar share of their round trip across servers (0.2% to 9%, median about 1%, in the committed runs of
-  one AMD and one Intel host), and three pairs that happen to agree cannot tell a server apart from that.
+- **between pairs**: the pairs' own variance, combined with what is known of the server before the run
+  (prior.py: sigma, from its earlier runs on this kind of host, or the shipped prior) as a conjugate variance
+  prior: s^2 = (nu0 x (sigma x mean)^2 + (n - 1) x s_own^2) / (nu0 + n - 1) on nu0 + n - 1 degrees of freedom
+  (the scaled inverse chi-square prior of a normal variance: Gelman et al., "Bayesian Data Analysis", 3rd ed.,
+  section 3.3). Three pairs that landed in one mode of a server known to spread cannot narrow it. The sd is never
+  taken below the units' noise (the within-pair bound: a pair's ratio is the median of its units, so it carries
+  at least (pi/2) x s_u^2 / k for k units of robust spread s_u, 1.4826 x their median absolute deviation; Huber,
+  "Robust Statistics", 1981). A server with no prior at all (new to the kit) is bounded instead by the run's
+  median relative spread over its servers and gets at least FIRST_STAGE pairs.
+- **between runs**: tau x mean, the server's run-to-run spread beyond its pairs (prior.py), which no number of
+  pairs in one run narrows: the half-width is t x sqrt(s^2 / n + (tau x mean)^2).
 
-A server stops at the first look (after each of its pairs, from --min-pairs on) at which the interval's
-half-width, in microseconds at the run's reference round trip, is within the precision target; or when its
-budget cannot pay for another pair; or when the pairs it needs are out of reach: at its spread so far, they would
-cost more than REACH times its budget; or at --max-pairs, or when a pair fails. Why it stopped is recorded.
+A server stops at the first look (after each of its pairs, from --min-pairs on) at which that half-width, in
+microseconds at the run's reference round trip, is within the precision target; or when its budget cannot pay for
+another pair; or when the pairs it needs are out of reach: at its spread so far, they would cost more than REACH
+times its budget, or no number of pairs reaches the target because its mean moves between runs by more (tau); or
+at --max-pairs, or when a pair fails. Why it stopped is recorded.
 
-The interval it reports is then never narrower than the target: a fixed-width interval, as in Chow and Robbins'
-sequential rule ("On the asymptotic theory of fixed-width sequential confidence intervals for the mean", 1965)
-and Stein's two-stage one. A look stops on the spread of the pairs seen so far; the pairs that happen to agree
-stop a server early, and their interval would claim the luck of that stop. A mode of the server that no pair
-sampled (a fresh JVM that lands in a slow state one time in five) shifts the mean by its share times its distance,
-which a fixed width of one target holds while that product stays under about four fifths of a target (a mode one
-time in five and 5 targets away is covered only about half the time; docs/method.md). The fourth bound, "target",
-is that width as an sd: target x sqrt(n) / t(n - 1).
+The interval it reports is never narrower than the target: a fixed-width interval as in Chow and Robbins'
+sequential rule ("On the asymptotic theory of fixed-width sequential confidence intervals for the mean", 1965),
+whose coverage holds as the target narrows, not at a handful of pairs. Stein's two-stage interval ("A two-sample
+test for a linear hypothesis whose power is independent of the variance", 1945) holds exactly, but only when the
+number of pairs comes from the first stage alone; a rule that looks after every pair, as this one does, has no such
+guarantee, which is why the sd is tied to the prior: with nu0 degrees of freedom from the server's history a look
+cannot stop on a few pairs that agree by luck. The coverage this keeps is checked by replaying the committed runs'
+pairs (tests/test_replay_coverage.py) and by simulation (tests/test_stopping.py).
 
-The simulation in tests/test_stopping.py checks the coverage this keeps with normal, heavy-tailed and
-two-mode pair values (docs/method.md, "Stopping").
-
-The microsecond diff is (ratio - 1) x the reference round trip. The reference is the median of the run's
-baseline round trips, and a host's round trip moves by about as much from run to run as it does from pair to
-pair within a run (about 2% sd in the committed runs), so the microsecond interval adds (ratio - 1) x 1.96 x
-that spread to the ratio's: the microseconds hold at a typical round trip of this host, not only at this
-run's. Comparisons within a run share the reference and use the ratio.
+The microsecond diff is (ratio - 1) x the run's reference round trip, and its interval is the ratio's times that
+reference: one estimand, so a met row's microsecond interval is within its target. How the host's speed moved (the
+dummy's round trip between pairs) is stated once for the run, not added to every row.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .prior import Prior
 from .stats import CONFIDENCE, Summary, chi2_quantile, t_quantile
 
 #: The standard error of a median of n normal values is about sqrt(pi / 2) times the mean's.
@@ -71,6 +72,9 @@ REACH = 1.5
 #: it (at the sd itself, a run of 27 November stopped Jetty VT, Javalin, Rapidoid and Akka after 3 or 4 pairs; each
 #: had met in the run before).
 REACH_SD_LOW = 0.10
+#: A server the kit knows nothing of (no history, not in the shipped prior) gets at least this many pairs before a
+#: look may stop it: its first stage, as in Stein's two-stage rule, from which its spread is first judged.
+FIRST_STAGE = 5
 
 
 def pair_ratio(unit_ratios: Sequence[float]) -> float:
@@ -101,30 +105,35 @@ class Interval:
     """A server's ratio and microsecond diff with their intervals, and what bounded the spread."""
     ratio: Summary
     diff: Summary
-    #: The pairs' own sd of the ratio, and the sd used (never below the bounds).
+    #: The pairs' own sd of the ratio, and the sd between pairs used (never below the bounds).
     own_sd: float | None
     sd: float | None
-    #: "pairs" (their own spread), "within" (the units' noise), "run" (the run's spread) or "target" (the fixed width).
+    #: "pairs" (their own spread), "prior" (what the server's history says), "within" (the units' noise), "run" (the
+    #: run's spread, for a server with no prior) or "target" (the fixed width).
     bound: str | None
     #: The sd the stopping rule looks at: the largest of the bounds other than the target's.
     stop_sd: float | None = None
+    #: The half-width, in ratio units, that the stopping rule compares with the target (before the fixed width).
+    stop_half: float | None = None
+    #: Degrees of freedom of the t quantile, and the between-run sd (ratio units) in the half-width.
+    df: int | None = None
+    tau_sd: float = 0.0
 
     @property
     def half_width_ratio(self) -> float | None:
         return self.ratio.half_width
 
-    @property
-    def stop_half(self) -> float | None:
-        """The half-width, in ratio units, that the stopping rule compares with the target (before the fixed width)."""
-        if self.stop_sd is None or self.ratio.n < 2:
-            return None
-        return t_quantile(0.5 + CONFIDENCE / 2, self.ratio.n - 1) * self.stop_sd / math.sqrt(self.ratio.n)
+
+def t_of(df: int) -> float:
+    """The t quantile of the intervals (CONFIDENCE, two-sided) on df degrees of freedom."""
+    return t_quantile(0.5 + CONFIDENCE / 2, df)
 
 
 def interval(ratios: Sequence[float], ref_ns: float, *, within_var: float | None = None,
-             run_rel_sd: float | None = None, ref_rel_sd: float = 0.0,
+             run_rel_sd: float | None = None, prior: Prior | None = None,
              target: tuple[float, float] | None = None) -> Interval:
-    """The interval of a server's mean ratio over its pairs, and of its diff at ref_ns (see the module doc). target:
+    """The interval of a server's mean ratio over its pairs, and of its diff at ref_ns (see the module doc). prior: what
+    is known of the server's spread (prior.py); without it the run's relative spread run_rel_sd bounds the sd. target:
     the precision target (abs_ns, rel); with it the interval is never narrower than the target."""
     if not ratios:
         raise ValueError("no pair to take an interval from")
@@ -135,22 +144,30 @@ def interval(ratios: Sequence[float], ref_ns: float, *, within_var: float | None
         return Interval(Summary(mean, med, None, None, None, n), Summary(diff_mean, diff_med, None, None, None, n),
                         None, None, None)
     own = statistics.stdev(ratios)
-    candidates = [(own, "pairs")]
+    df, tau_sd = n - 1, 0.0
+    if prior is not None:
+        known = prior.sigma * abs(mean)
+        pooled = math.sqrt((prior.df * known ** 2 + (n - 1) * own ** 2) / (prior.df + n - 1))
+        candidates = [(pooled, "prior" if known > own else "pairs")]
+        df, tau_sd = prior.df + n - 1, prior.tau * abs(mean)
+    else:
+        candidates = [(own, "pairs")]
+        if run_rel_sd is not None:
+            candidates.append((run_rel_sd * abs(mean), "run"))
     if within_var is not None:
         candidates.append((math.sqrt(within_var), "within"))
-    if run_rel_sd is not None:
-        candidates.append((run_rel_sd * abs(mean), "run"))
-    stop_sd, _ = max(candidates, key=lambda c: c[0])
-    tq = t_quantile(0.5 + CONFIDENCE / 2, n - 1)
+    stop_sd, bound = max(candidates, key=lambda c: c[0])
+    tq = t_of(df)
+    stop_half = tq * math.sqrt(stop_sd ** 2 / n + tau_sd ** 2)
+    half, sd = stop_half, stop_sd
     if target is not None:
-        candidates.append((target_ns(diff_mean, *target) / ref_ns * math.sqrt(n) / tq, "target"))
-    sd, bound = max(candidates, key=lambda c: c[0])
-    half = tq * sd / math.sqrt(n)
+        goal = target_ns(diff_mean, *target) / ref_ns
+        if goal > half:
+            half, bound = goal, "target"
+            sd = math.sqrt(max((goal / tq) ** 2 - tau_sd ** 2, 0.0) * n)
     ratio = Summary(mean, med, sd, mean - half, mean + half, n)
-    half_us = math.hypot(half * ref_ns, abs(mean - 1) * Z * ref_rel_sd * ref_ns)
-    diff = Summary(diff_mean, diff_med, math.hypot(sd * ref_ns, abs(mean - 1) * ref_rel_sd * ref_ns),
-                   diff_mean - half_us, diff_mean + half_us, n)
-    return Interval(ratio, diff, own, sd, bound, stop_sd)
+    diff = Summary(diff_mean, diff_med, sd * ref_ns, diff_mean - half * ref_ns, diff_mean + half * ref_ns, n)
+    return Interval(ratio, diff, own, sd, bound, stop_sd, stop_half, df, tau_sd)
 
 
 def target_ns(diff_ns: float, abs_ns: float, rel: float) -> float:
@@ -160,22 +177,24 @@ def target_ns(diff_ns: float, abs_ns: float, rel: float) -> float:
 
 def met(iv: Interval, ref_ns: float, abs_ns: float, rel: float) -> bool:
     """Whether the ratio's interval, in microseconds at the reference, is within the target, judged before the fixed
-    width. The reference's own spread is left out: more pairs cannot narrow it."""
+    width."""
     half = iv.stop_half
     return half is not None and half * ref_ns <= target_ns(iv.diff.mean, abs_ns, rel)
 
 
-def pairs_needed(sd: float, pairs: int, goal: float, max_pairs: int, optimistic: bool = False) -> int:
-    """The fewest pairs, more than `pairs`, whose half-width t(n - 1) x sd / sqrt(n) is within goal (sd and goal in one
-    unit), at most max_pairs: what a server needs if its sd stays what it is. optimistic: at the sd's lower
-    REACH_SD_LOW confidence bound (chi-square on pairs - 1 degrees of freedom), as the out-of-reach rule judges it."""
+def pairs_needed(sd: float, pairs: int, goal: float, max_pairs: int, optimistic: bool = False, *,
+                 tau_sd: float = 0.0, prior_df: int = 0) -> int:
+    """The fewest pairs, more than `pairs`, whose half-width t x sqrt(sd^2 / n + tau_sd^2) is within goal (sd, tau_sd
+    and goal in one unit; t on prior_df + n - 1 degrees of freedom), at most max_pairs: what a server needs if its sd
+    stays what it is; max_pairs + 1 where no number up to max_pairs reaches it. optimistic: at the sd's lower
+    REACH_SD_LOW confidence bound (chi-square on its degrees of freedom), as the out-of-reach rule judges it."""
     if optimistic:
-        df = pairs - 1
+        df = prior_df + pairs - 1
         sd *= math.sqrt(df / chi2_quantile(1 - REACH_SD_LOW, df))
     for n in range(max(pairs + 1, 2), max_pairs + 1):
-        if t_quantile(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n) <= goal:
+        if t_of(prior_df + n - 1) * math.sqrt(sd ** 2 / n + tau_sd ** 2) <= goal:
             return n
-    return max_pairs
+    return max_pairs + 1
 
 
 def limit(*, budget_s: float, spent_s: float, borrow: float, unspent_s: float, borrowed_s: float) -> float:
@@ -198,8 +217,8 @@ def decide(*, pairs: int, min_pairs: int, max_pairs: int, target_met: bool, fail
     the optimistic projection has not yet given up on."""
     if failed:
         return FAILED
-    if pairs < min_pairs:
-        return None
+    if pairs < min_pairs:  # its first pairs, while they cost at most REACH budgets: a dear server stops on its budget
+        return BUDGET if next_pair_s is not None and spent_s + next_pair_s > REACH * budget_s else None
     if pairs >= max_pairs:
         return MAX_PAIRS
     if target_met:
@@ -211,6 +230,7 @@ def decide(*, pairs: int, min_pairs: int, max_pairs: int, target_met: bool, fail
                 spent_s + max(pairs_needed_at_sd - pairs, 1) * next_pair_s > limit_s:
             return BUDGET
         return None
-    if pairs_needed is not None and spent_s + (pairs_needed - pairs) * next_pair_s > REACH * budget_s:
+    if pairs_needed is not None and (pairs_needed > max_pairs or
+                                     spent_s + (pairs_needed - pairs) * next_pair_s > REACH * budget_s):
         return OUT_OF_REACH
     return None

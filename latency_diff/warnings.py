@@ -52,22 +52,43 @@ class TooFewPairs(RunWarning):
 
 @dataclass(frozen=True)
 class TargetMissed(RunWarning):
-    #: The half-width the target judges (the ratio's, in us at the reference), and the diff's whole one (with the
-    #: reference's own spread, which more pairs do not narrow).
+    #: The half-width the target judges (the ratio's, in us at the reference), the pairs, the target, the spread
+    #: between processes, and the part of the half-width that the server's spread between runs alone takes (t x tau,
+    #: in us at the reference; prior.py), which no number of pairs in one run narrows.
     half_width_ns: float
     pairs: int
     target_ns: float
     between_sd_ns: float | None
-    diff_half_width_ns: float | None = None
+    between_runs_ns: float | None = None
 
     @property
     def text(self) -> str:
         spread = "" if self.between_sd_ns is None else f"; between-process spread {_us(self.between_sd_ns)} us"
-        whole = "" if self.diff_half_width_ns is None or _us(self.diff_half_width_ns) == _us(self.half_width_ns) \
-            else f"; ±{_us(self.diff_half_width_ns)} us with the reference's own spread"
-        return (f"precision target missed: ±{_us(self.half_width_ns)} us after {self.pairs} pairs (target "
-                f"±{_us(self.target_ns)} us{whole}){spread}; give it more --budget or --max-pairs, or a quieter "
-                "machine")
+        head = (f"precision target missed: ±{_us(self.half_width_ns)} us after {self.pairs} pairs (target "
+                f"±{_us(self.target_ns)} us){spread}")
+        if self.between_runs_ns is not None and self.between_runs_ns >= self.target_ns:
+            return (f"{head}; its mean moves between runs on this kind of host by ±{_us(self.between_runs_ns)} us "
+                    "(its earlier runs), more than the target: no --budget meets it here; compare it by ratio "
+                    "within this run")
+        return f"{head}; give it more --budget or --max-pairs, or a quieter machine"
+
+
+@dataclass(frozen=True)
+class SpeedModes(RunWarning):
+    """A server whose fresh JVMs fall into two speed modes (prior.modes), in us at the run's reference."""
+    finding = True
+    fast_ns: float
+    slow_ns: float
+    slow_share: float
+    pairs: int
+    source: str
+
+    @property
+    def text(self) -> str:
+        return (f"two speed modes, {_us(self.fast_ns)} and {_us(self.slow_ns)} us ({self.slow_share:.0%} of "
+                f"{self.pairs} pairs {self.source} in the slow one): a fresh JVM lands in one or the other, so its row "
+                "is the mean over fresh JVMs and its interval is as wide as the modes make it; a few pairs of one "
+                "mode say little")
 
 
 @dataclass(frozen=True)

@@ -57,10 +57,14 @@ def test_a_machine_that_runs_slower_for_a_while_does_not_move_the_scaled_diff(tm
     # 500 / 20,000 = 0.025 in ratio.
     assert u.diff.mean == pytest.approx(7000.0) and c.ratio.half_width == pytest.approx(0.025)
     assert c.sd_bound == "target"
-    # The microsecond interval adds the reference's own spread: the dummies' sd 2,000 is 10% of 20,000, so
-    # 0.35 x 1.959964 x 0.10 x 20,000 = 1,371.97 ns, which more pairs cannot narrow (stopping.py), beside the
-    # ratio's 500: hypot(500, 1,371.97) = 1,460.24 ns.
-    assert r.ref_spread["lean"] == pytest.approx(0.1) and u.diff.half_width == pytest.approx(1460.24, abs=0.01)
+    # The microsecond interval is the ratio's at the reference, 500 ns; how the host's speed moved (the dummies' sd
+    # 2,000 is 10% of 20,000; 18,000 to 22,000) is said once for the run, not added to the row.
+    assert u.diff.half_width == pytest.approx(500.0)
+    assert r.host_speed == {"client": "lean", "pairs": 3, "low_ns": 18_000.0, "ref_ns": 20_000.0, "high_ns": 22_000.0,
+                            "rel_sd": pytest.approx(0.1)}
+    assert tables.host_speed_line(r) == ("Host speed: the dummy's round trip over the run's 3 pairs ranged 18.00 to "
+                                         "22.00 us (sd 10.0%); every row is a ratio to its own pair's dummy, shown in "
+                                         "us at the median, 20.00 us. Compare other runs and hosts by ratio.")
     assert u.target_met is True
     assert c.unscaled_estimates == pytest.approx([7000.0, 7700.0, 6300.0])
     assert c.unscaled_diff.half_width == pytest.approx(T2 * 700 / 3 ** 0.5, abs=0.01)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import paired, schedule
+from latency_diff import paired, schedule, stopping
 from latency_diff.histogram import Histogram
+from latency_diff.prior import Prior
 from latency_diff.servers import Server
 from latency_diff.settings import PROFILES
 
@@ -109,13 +110,21 @@ def _state(name="x"):
                                        notes="n"), 6)
 
 
+#: A prior that adds nothing to the pairs (0 degrees of freedom): the rule as for a known server, on the pairs alone.
+KNOWN = Prior(sigma=0.0, df=0, tau=0.0, runs=1, source="history")
+
+
+def _schedule(*states):
+    return schedule.Schedule(list(states), priors={st.server.name: KNOWN for st in states})
+
+
 def _units(base, server, n=2):
     return [paired.Unit(base, server, base, server)] * n
 
 
 def test_stopping_rule():
-    s = _settings()
-    sch = schedule.Schedule([_state()])
+    s = _settings(max_pairs=8)
+    sch = _schedule(_state())
     st = sch.states[0]
     assert sch.wants_more(st, s)  # no pair yet
     for _ in range(3):
@@ -123,39 +132,48 @@ def test_stopping_rule():
     # Three identical ratios of 2.005 at a reference of 10,000: the interval has no width (one server: no run's
     # bound; two units a pair: no within bound) and 10,050 ns is within 502.5: met, so no more pairs, and why.
     assert sch.met(st, s) and not sch.wants_more(st, s) and sch.stops() == {"x": {"reason": "met", "pairs": 3}}
+    # A server the kit knows nothing of gets its first stage of 5 pairs before a look may stop it.
     sch = schedule.Schedule([_state()])
     st = sch.states[0]
-    for est in (10_000, 14_000, 18_000):
+    for k in range(1, 6):
+        st.record(_units(10_000, 20_050), 10.0, 6.0, 10_000)
+        assert sch.wants_more(st, s) == (k < stopping.FIRST_STAGE)
+    assert st.stopped == "met" and st.pairs == 5
+    s = _settings(max_pairs=40)
+    sch = _schedule(_state())
+    st = sch.states[0]
+    for est in (13_000, 14_000, 15_000):
         st.record(_units(10_000, 10_000 + est), 10.0, 6.0, 10_000)
     st.spent = 30.0
-    # Mean 14,000, sd 4,000, half-width 4.303 * 4000 / sqrt(3) = 9,937 > 700: not met; 30 + 10 <= 60: more.
+    # Mean 14,000, sd 1,000, half-width 4.303 * 1000 / sqrt(3) = 2,484 > 700: not met; 30 + 10 <= 60: more. (At the
+    # sd's optimistic bound, 0.66 x 1000, 6 pairs would meet it: within reach.)
     assert not sch.met(st, s) and sch.wants_more(st, s)
     st.spent = 55.0  # 55 + 10 > 60: the budget is spent, and the decision is kept
     assert not sch.wants_more(st, s) and st.stopped == "budget"
     st.spent, st.stopped = 0.0, None
-    for est in (10_000, 14_000):
+    for est in (13_000, 15_000):
         st.record(_units(10_000, 10_000 + est), 10.0, 6.0, 10_000)
+    s = _settings(max_pairs=5)
     assert st.pairs == 5 and not sch.wants_more(st, s) and st.stopped == "max pairs"  # --max-pairs 5
 
 
 def test_a_server_whose_pairs_are_out_of_reach_stops_at_once():
     s = _settings(max_pairs=40)
     for ratios, spent, reason in (((2.34, 2.40, 2.46), 30.0, None), ((2.0, 2.4, 2.8), 30.0, "out of reach")):
-        sch = schedule.Schedule([_state()])
+        sch = _schedule(_state())
         st = sch.states[0]
         for r in ratios:
             st.record(_units(10_000, round(10_000 * r)), 10.0, 6.0, 10_000)
         st.spent = spent
         # Mean 2.40 at a reference of 10,000: a diff of 14,000 ns, a target of 700 ns (0.07 in ratio). With an sd of
         # 0.06, 6 pairs would meet it (t(5) x 0.06 / sqrt(6) = 0.063; 5 pairs: 0.074): 30 + 3 x 10 = 60 s, within
-        # 1.5 x 60 = 90. With an sd of 0.4 not even 40 pairs would: 30 + 37 x 10 = 400 s, out of reach at once,
+        # 1.5 x 60 = 90. With an sd of 0.4 not even 40 pairs would (41: more than --max-pairs), out of reach at once,
         # though another pair would fit the budget (30 + 10 <= 60).
-        assert sch._pairs_needed(st, s) == (6 if reason is None else 40)
+        assert sch._pairs_needed(st, s) == (6 if reason is None else 41)
         assert sch.decide(st, s) == reason
-        # The time-left estimate plays the rule forward (outlook.py): at most the 3 more pairs of 10 s that the budget
-        # pays for, fewer where the next pairs happen to meet the target sooner; none out of reach.
-        left = sch.seconds_left(s)
-        assert (10.0 < left <= 30.0) if reason is None else left == 0.0
+        # The time left: the 3 more pairs of 10 s it needs, at most the 30 s its budget has left and one pair more;
+        # nothing once it is out of reach.
+        assert sch.seconds_left(s) == ((30.0, 40.0) if reason is None else (0.0, 0.0))
 
 
 def test_a_further_pair_costs_its_preparation_not_the_first_pairs_windows():
@@ -165,12 +183,14 @@ def test_a_further_pair_costs_its_preparation_not_the_first_pairs_windows():
     st.record(_units(10_000, 20_000), 18.0, 2.0, 10_000, windows_s=10.0, prepare_s=12.0)
     assert st.first_pair_seconds == 18.0 and st.pair_seconds == [8.0] and st.cost() == 12.0
     # After that, the median of the pairs after the first (windows aside): 9 and 14 and 10 -> 10.
-    for pair_s, server in ((9.0, 24_000), (14.0, 28_000), (10.0, 32_000)):  # ratios far apart: never met
+    # Ratios 2.0, 2.1, 2.0, 2.1: not met at 4 pairs (t(3) x 0.0577 / 2 = 0.092 against 0.0525), within reach (at the
+    # sd's optimistic bound, 5 pairs would do).
+    for pair_s, server in ((9.0, 21_000), (14.0, 20_000), (10.0, 21_000)):
         st.record(_units(10_000, server), pair_s, 2.0, 10_000)
     assert st.cost() == 10.0
     # The budget rule asks the same: 60 s spent, 10 more fit a budget of 70, 11 would not.
-    s = _settings(budget=70.0, max_pairs=6)  # 6 pairs at most: within reach (60 + 2 x 10 < 1.5 x 70)
-    sch = schedule.Schedule([st])
+    s = _settings(budget=70.0, max_pairs=6)
+    sch = _schedule(st)
     st.spent = 60.0
     assert sch.decide(st, s) is None
     st.spent = 60.5
@@ -180,7 +200,7 @@ def test_a_further_pair_costs_its_preparation_not_the_first_pairs_windows():
 def test_a_server_past_its_budget_borrows_what_stopped_servers_left_unspent():
     # a met its target after 20 s of its 60: 40 s unspent. b's ratios (sd 0.05 against a target of 0.0525 in ratio)
     # miss the target at 3 pairs; at that sd it needs 6 pairs (t(5) x 0.05 / sqrt(6) = 0.0525); a pair costs it 10 s.
-    sch = schedule.Schedule([_state("a"), _state("b")])
+    sch = _schedule(_state("a"), _state("b"))
     a, b = sch.states
     for st, ratios in ((a, (2.0, 2.0, 2.0)), (b, (2.0, 2.05, 2.1))):
         for r in ratios:
@@ -193,8 +213,8 @@ def test_a_server_past_its_budget_borrows_what_stopped_servers_left_unspent():
     s = _settings(max_pairs=12, borrow=1.0)
     assert sch._pairs_needed(b, s) == 6
     assert sch.limit(b, s) == 100.0 and sch.decide(b, s) is None
-    # So does the time-left estimate: about 3 pairs of 10 s, and at most the 4 that the limit pays for.
-    assert 20.0 <= sch.seconds_left(s) <= 40.0
+    # So does the time left: its 3 pairs of 10 s, and at most the 45 s its limit has left and one pair more.
+    assert sch.seconds_left(s) == (30.0, 55.0)
     # At 95 s it has borrowed 35 of the 40: its limit stays 100, and 95 + 10 does not fit.
     b.spent = 95.0
     assert sch.limit(b, s) == 100.0 and sch.decide(b, s) == "budget"

@@ -14,6 +14,7 @@ import stopping_sim as sim
 from stopping_sim import ABS_NS, MAX_PAIRS, MIN_PAIRS, REF_NS, REL, SERVERS_PER_RUN
 
 from latency_diff import stats, stopping
+from latency_diff.prior import Prior
 
 
 # -- the parts, on numbers worked out by hand --------------------------------------------------------------
@@ -32,21 +33,52 @@ def test_run_spread_is_the_median_relative_sd():
     assert stopping.run_spread(spreads[:2]) is None  # fewer than 3 servers of 3 pairs
 
 
-def test_interval_takes_the_largest_bound_and_adds_the_reference_spread():
+def test_interval_takes_the_largest_bound_and_the_diff_is_the_ratio_at_the_reference():
     # Ratios 2.0, 2.001, 2.002: mean 2.001, own sd 0.001. The run's bound 1% x 2.001 = 0.02001 wins over the
     # within bound sqrt(1e-6) = 0.001. t(0.975, 2) = 4.302653; half = 4.302653 x 0.02001 / sqrt(3) = 0.049707.
-    iv = stopping.interval([2.0, 2.001, 2.002], 10_000.0, within_var=1e-6, run_rel_sd=0.01, ref_rel_sd=0.02)
+    iv = stopping.interval([2.0, 2.001, 2.002], 10_000.0, within_var=1e-6, run_rel_sd=0.01)
     assert iv.bound == "run"
     assert iv.own_sd == pytest.approx(0.001)
     assert iv.ratio.ci95_high - iv.ratio.mean == pytest.approx(0.049707, rel=1e-4)
-    # Diff: (2.001 - 1) x 10,000 = 10,010 ns; half = hypot(0.049707 x 10,000, 1.001 x 1.959964 x 0.02 x 10,000)
-    # = hypot(497.07, 392.38) = 633.27 ns.
+    # Diff: (2.001 - 1) x 10,000 = 10,010 ns; its half-width is the ratio's times the reference: 497.07 ns, nothing
+    # added for the host's speed.
     assert iv.diff.mean == pytest.approx(10_010.0)
-    assert iv.diff.ci95_high - iv.diff.mean == pytest.approx(633.27, rel=1e-4)
-    # Met compares the ratio's part only: 497.07 ns against max(500, 5% x 10,010 = 500.5): met.
+    assert iv.diff.ci95_high - iv.diff.mean == pytest.approx(497.07, rel=1e-4)
+    # Met: 497.07 ns against max(500, 5% x 10,010 = 500.5).
     assert stopping.met(iv, 10_000.0, ABS_NS, REL)
     own = stopping.interval([2.0, 2.001, 2.002], 10_000.0)
     assert own.bound == "pairs" and own.ratio.ci95_high - own.ratio.mean == pytest.approx(0.0024841, rel=1e-4)
+
+
+def test_the_units_noise_is_a_floor_of_the_sd():
+    # Within variance 0.0004 (sd 0.02) over the pairs' own 0.001: half = 4.302653 x 0.02 / sqrt(3) = 0.0496828.
+    iv = stopping.interval([2.0, 2.001, 2.002], 10_000.0, within_var=0.0004)
+    assert iv.bound == "within"
+    assert iv.ratio.ci95_high - iv.ratio.mean == pytest.approx(0.0496828, rel=1e-5)
+    assert not stopping.met(stopping.interval([2.0, 2.001, 2.002], 10_000.0, within_var=0.0011), 10_000.0, ABS_NS, REL)
+
+
+def test_a_prior_pools_with_the_pairs_and_adds_the_spread_between_runs():
+    # Prior: sigma 2% on 10 df, tau 0.5%. sigma x mean = 0.04002; pooled sd = sqrt((10 x 0.04002^2 + 2 x 0.001^2) / 12)
+    # = 0.0365354 on 12 df; t(0.975, 12) = 2.178813; tau x mean = 0.010005;
+    # half = 2.178813 x sqrt(0.0365354^2 / 3 + 0.010005^2) = 0.0508670 (scipy.stats.t, by hand).
+    known = Prior(sigma=0.02, df=10, tau=0.005, runs=6, source="history")
+    iv = stopping.interval([2.0, 2.001, 2.002], 10_000.0, within_var=1e-6, run_rel_sd=0.05, prior=known)
+    assert iv.bound == "prior" and iv.df == 12  # the run's bound is for servers without a prior
+    assert iv.sd == pytest.approx(0.0365354, rel=1e-5)
+    assert iv.ratio.ci95_high - iv.ratio.mean == pytest.approx(0.0508670, rel=1e-5)
+    assert iv.diff.ci95_high - iv.diff.mean == pytest.approx(508.670, rel=1e-5)
+    assert not stopping.met(iv, 10_000.0, ABS_NS, REL)  # 508.7 ns against 500.5: three pairs that agree do not meet
+    # With the fixed width, tau stays in: sd = sqrt(((0.05005 / t) ^ 2 - tau^2) x n) below the pooled one: not used.
+    assert stopping.interval([2.0, 2.001, 2.002], 10_000.0, prior=known, target=(ABS_NS, REL)).bound == "prior"
+
+
+def test_pairs_needed_counts_the_prior_and_the_spread_between_runs():
+    # sd 0.1, goal 0.05: t(n - 1) x 0.1 / sqrt(n) <= 0.05 first at n = 18; with 10 prior df, t(n + 9): n = 17.
+    assert stopping.pairs_needed(0.1, 3, 0.05, 40) == 18
+    assert stopping.pairs_needed(0.1, 3, 0.05, 40, prior_df=10) == 17
+    # tau 0.02: t x sqrt(0.01 / 40 + 0.0004) = 0.0515 > 0.05 even at 40 pairs: out of reach (max + 1).
+    assert stopping.pairs_needed(0.1, 3, 0.05, 40, tau_sd=0.02) == 41
 
 
 def test_target_is_five_percent_or_half_a_microsecond():
@@ -90,6 +122,12 @@ def test_one_pair_has_no_interval():
     ({"pairs": 3, "target_met": False, "spent_s": 70.0, "pairs_needed": 12}, stopping.BUDGET),
     ({"pairs": 3, "target_met": True, "pairs_needed": 3}, stopping.MET),
     ({"pairs": 2, "target_met": False, "pairs_needed": 40}, None),  # under min pairs, out of reach or not
+    # Under min pairs, a pair that would take it past 1.5 budgets is not started: 105 + 10 > 112.5.
+    ({"pairs": 2, "target_met": False, "spent_s": 105.0}, stopping.BUDGET),
+    ({"pairs": 1, "target_met": False, "spent_s": 100.0, "next_pair_s": 13.0}, stopping.BUDGET),
+    ({"pairs": 1, "target_met": False, "spent_s": 100.0, "next_pair_s": 12.5}, None),  # 112.5: not over
+    # More pairs than --max-pairs allows: out of reach whatever they cost.
+    ({"pairs": 3, "target_met": False, "pairs_needed": 41, "next_pair_s": 0.1}, stopping.OUT_OF_REACH),
     # Borrowing: past its budget (70 + 10 > 75), a limit of 100 s (25 borrowed) lets it go on while the pairs it needs
     # at its sd fit: 5 needed cost 70 + 2 x 10 = 90, 6 cost 100, 7 cost 110 > 100; and not past the limit itself.
     ({"pairs": 3, "target_met": False, "spent_s": 70.0, "limit_s": 100.0, "pairs_needed_at_sd": 5}, None),
@@ -99,11 +137,11 @@ def test_one_pair_has_no_interval():
     ({"pairs": 3, "target_met": False, "spent_s": 95.0, "limit_s": 100.0, "pairs_needed_at_sd": 4}, stopping.BUDGET),
     # Within its budget, out of reach is judged as without borrowing: 12 optimistic pairs cost 120 > 112.5.
     ({"pairs": 3, "target_met": False, "pairs_needed": 12, "limit_s": 150.0}, stopping.OUT_OF_REACH),
-    ({"pairs": 8, "target_met": False}, stopping.MAX_PAIRS),
+    ({"pairs": 40, "target_met": False}, stopping.MAX_PAIRS),
     ({"pairs": 1, "target_met": False, "failed": True}, stopping.FAILED),
 ])
 def test_decide(kw, reason):
-    args = {"min_pairs": 3, "max_pairs": 8, "failed": False, "spent_s": 30.0, "next_pair_s": 10.0,
+    args = {"min_pairs": 3, "max_pairs": 40, "failed": False, "spent_s": 30.0, "next_pair_s": 10.0,
             "budget_s": 75.0, **kw}
     assert stopping.decide(**args) == reason
 

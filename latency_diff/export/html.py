@@ -115,7 +115,9 @@ def render(r: RunResult, svgs: dict[str, str]) -> str:
         parts.append("<p class=\"note\">Click a column's header to sort by it.</p>")
     else:
         parts.append("<p>(no valid server)</p>")
-    parts += [f"<p class=\"note\">{_inline(tables.legend(r))}</p>", _list([f"check: {c}" for c in tables.checks(r)])]
+    parts += [f"<p class=\"note\">{_inline(tables.legend(r))}</p>",
+              f"<p class=\"note\">{_inline(tables.host_speed_line(r) or '')}</p>",
+              _list([f"check: {c}" for c in tables.checks(r)])]
     for name, title in tables.PLOTS.items():
         if svgs.get(name):
             parts.append(f"<h2>{html.escape(title)}</h2><div class=\"plot\">{_svg(svgs[name])}</div>")

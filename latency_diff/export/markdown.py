@@ -11,7 +11,7 @@ def render(r: RunResult, plots: dict[str, str] | None = None) -> str:
     lines = [f"# latency-diff run {r.run_id}", "", f"Status: **{r.status}**" + (f" ({r.reason})" if r.reason else ""),
              "", *([f"**Not for comparing**: {r.caveat}", ""] if r.caveat else []), f"*{t.headline(r)}*", "",
              t.render_md(t.main_table(r)) if r.ranked else "(no valid server)", "", t.legend(r), "",
-             t.pinning_sentence(r), ""]
+             t.host_speed_line(r) or "", "", t.pinning_sentence(r), ""]
     lines += [f"- check: {c}" for c in t.checks(r)] + [""]
     for name, title in t.PLOTS.items():
         if plots and name in plots:

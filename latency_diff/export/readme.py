@@ -31,6 +31,8 @@ def render(run_dir: Path, mode: str | None = None, root: Path = KIT_ROOT) -> str
     r = evaluate.build(run_dir)
     table = tables.render_md(tables.main_table(r, compact=mode == "main"))
     lines = [f"*{tables.headline(r)}*", "", table, ""]
+    if tables.host_speed_line(r):
+        lines += [tables.host_speed_line(r), ""]
     if mode in ("main", "full"):
         lines += [tables.pinning_sentence(r), ""] + [f"- check: {c}" for c in tables.checks(r)] + [""]
         rel = run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir

@@ -62,7 +62,8 @@ def render(r: RunResult) -> str:
         servers.append(d)
     data = {"format": SUMMARY_FORMAT, "run_id": r.run_id, "status": r.status, "reason": r.reason,
             "settings": r.settings, "clients": list(r.clients), "primary_client": r.primary, "caveat": r.caveat,
-            "ref_ns": r.ref, "scaling": to_json(r.scaling), "measure_share": r.measure_share,
+            "ref_ns": r.ref, "host_speed": r.host_speed, "scaling": to_json(r.scaling),
+            "measure_share": r.measure_share,
             "checks": tables.checks(r), "warnings": tables.all_warnings(r),
             "findings": tables.findings(r), "env": r.env, "servers": servers}
     return json.dumps(data, indent=2) + "\n"

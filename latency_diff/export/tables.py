@@ -427,6 +427,16 @@ def _pinning_short(cfg: dict) -> str:
     return f"pinning split (client on CPU {cfg.get('client_cpu')}, servers on CPU {cfg.get('server_cpu')})"
 
 
+def host_speed_line(r: RunResult) -> str | None:
+    """The host's speed in the run, once under the table: the rows are ratios at the median dummy round trip."""
+    h = r.host_speed
+    if not h:
+        return None
+    return (f"Host speed: the dummy's round trip over the run's {h['pairs']} pairs ranged {us(h['low_ns'])} to "
+            f"{us(h['high_ns'])} us (sd {_pct(h['rel_sd'])}); every row is a ratio to its own pair's dummy, shown in "
+            f"us at the median, {us(h['ref_ns'])} us. Compare other runs and hosts by ratio.")
+
+
 def pinning_sentence(r: RunResult) -> str:
     short = _pinning_short(r.settings)
     return f"{short[0].upper()}{short[1:]}: {PINNING_MEANING[r.settings.get('pinning') or 'none']}."
@@ -442,9 +452,10 @@ def legend(r: RunResult) -> str:
             "fresh processes (server and dummy side by side), the median over its units of server / dummy round trip "
             f"(each a trimmed mean, 1% cut at each end; ab: its mean), minus 1, times the run's reference baseline "
             f"round trip ({us(ref)} us: the median of its pairs' dummy round trips); then the mean over pairs with a "
-            "Student-t 95% interval, so JVM-to-JVM variation of both is in it, its sd never below the units' noise "
-            "nor the run's typical relative spread between fresh JVMs, and widened by the reference's own spread "
-            f"({_pct(r.ref_spread.get(r.primary))} sd between pairs), which more pairs cannot narrow. "
+            "Student-t 95% interval of the ratio, so JVM-to-JVM variation of both is in it, its sd combined with what "
+            "the server's earlier runs on this kind of host say of its spread (or the kit's shipped prior), never "
+            "below the units' noise, and with the server's spread between runs, which more pairs cannot narrow; the "
+            "microsecond interval is the ratio's times the reference. "
             f"{NOT_SIGNIFICANT}: not significantly "
             "different from the row above, do not rank the two (not transitive: a row may be apart from the one two "
             "above it); ratio: server over dummy round trip; target: the "

@@ -8,7 +8,8 @@ from . import tables as t
 
 def render(r: RunResult) -> str:
     out = [t.headline(r), *([f"NOT FOR COMPARING: {r.caveat}"] if r.caveat else []), "",
-           t.render_text(t.main_table(r)) if r.ranked else "(no valid server)", "", t.legend(r), t.pinning_sentence(r)]
+           t.render_text(t.main_table(r)) if r.ranked else "(no valid server)", "", t.legend(r),
+           t.host_speed_line(r) or "", t.pinning_sentence(r)]
     out += [f"check: {c}" for c in t.checks(r)]
     for title, _, table in t.section_tables(r):
         if title != "Percentiles":

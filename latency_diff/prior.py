@@ -1,0 +1,230 @@
+"""What the kit knows of each server's spread before a run: its earlier runs on this kind of host, else the prior
+that ships with the kit.
+
+Two spreads, both relative to the server's mean ratio (server round trip over the dummy's):
+
+- **sigma**, between process pairs within a run: a fresh JVM lands where it lands (JIT decisions, the layout of its
+  heap, a speed mode it falls into), and three pairs that happen to agree cannot show how widely it spreads. It is
+  the pooled within-run sd of the earlier runs' pairs, with its degrees of freedom.
+- **tau**, between runs: a server's mean moves from run to run by more than its pairs' noise explains (the host's
+  state in that run). It is the method-of-moments estimate over the earlier runs' means,
+  var(run means) - mean(sigma^2 / n_run), never below 0 (the between-study variance of DerSimonian and Laird,
+  "Meta-analysis in clinical trials", 1986, with equal weights).
+
+The history is every analyzed run under the results folder (its summary.json) of the same CPU model, JDK and
+measuring settings, the committed ones included; the run being analyzed is left out. The shipped prior
+(prior.json beside this file, `python3 -m latency_diff.prior --write`) pools the committed runs of every host, for a
+host with no history of a server; it is weighed as SHIPPED_DF degrees of freedom, a history as its own, at most
+MAX_DF. How the stopping rule uses them: stopping.py.
+
+A server whose pairs fall into two speed modes is recognised from its history and this run's pairs (modes()).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+SHIPPED = Path(__file__).resolve().parent / "prior.json"
+#: A history weighs as many degrees of freedom as its pairs give, at most this many: a server's spread can change
+#: with its version and the host's state, so no history makes it certain (t at 20 df is 2.09, against 1.96).
+MAX_DF = 20
+#: The shipped prior, pooled over other hosts, weighs as this many degrees of freedom: about two runs' worth.
+SHIPPED_DF = 4
+#: tau needs this many earlier runs with at least two pairs.
+MIN_RUNS_FOR_TAU = 3
+#: The settings that must agree for runs to be one history (with the CPU model and the JDK).
+KEY_SETTINGS = ("pinning", "run_length", "segment", "settle", "warmup", "pair_warmup", "jvm_flags")
+#: Two modes: each holds at least MODE_MIN_SHARE of the pairs (and two of them) and their means lie at least
+#: MODE_SEPARATION pooled within-mode sds apart (Ashman's D of at least 2.8 for equal sds: D > 2 is a clean
+#: separation; Ashman, Bird and Zepf, "Detecting bimodality in astronomical datasets", 1994).
+MODE_MIN_SHARE = 0.15
+MODE_SEPARATION = 4.0
+MODE_MIN_PAIRS = 8
+
+
+@dataclass(frozen=True)
+class Modes:
+    """Two speed modes of a server's pairs: their mean ratios and the share of pairs in the slow one."""
+    fast: float
+    slow: float
+    slow_share: float
+    pairs: int
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What is known of a server's spread before its pairs: relative sds and their weight."""
+    #: Relative sd of a pair's ratio within a run, and the degrees of freedom it is weighed as.
+    sigma: float
+    df: int
+    #: Relative sd of the server's run mean between runs, beyond its pairs' noise (0 where not known).
+    tau: float
+    #: Earlier runs it comes from, and "history" (this kind of host) or "shipped" (prior.json).
+    runs: int
+    source: str
+    modes: Modes | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Prior:
+        m = d.get("modes")
+        return cls(sigma=float(d["sigma"]), df=int(d["df"]), tau=float(d["tau"]), runs=int(d["runs"]),
+                   source=str(d["source"]), modes=Modes(**m) if m else None)
+
+
+def host_key(settings: dict, env: dict) -> tuple:
+    """What makes two runs one history: the CPU model, the JDK build and the measuring settings."""
+    jdk = (env.get("jdk") or {}).get("java.runtime.version")
+    return (env.get("cpu_model"), jdk, *(json.dumps(settings.get(k), sort_keys=True) for k in KEY_SETTINGS))
+
+
+def run_ratios(summary: dict) -> dict[str, list[float]]:
+    """Per valid server of an analyzed run (its summary.json), its pairs' ratios by the lean client."""
+    out = {}
+    for s in summary.get("servers", []):
+        c = (s.get("clients") or {}).get("lean")
+        if s.get("baseline") or not s.get("valid") or not c or not c.get("ratios"):
+            continue
+        out[s["name"]] = [float(x) for x in c["ratios"]]
+    return out
+
+
+def history(results: Path, settings: dict, env: dict, leave_out: str | None = None) -> dict[str, list[list[float]]]:
+    """Per server, the pairs' ratios of each earlier run like this one under `results` (runs of a benchmark one
+    folder deeper count too), leaving out the run named leave_out."""
+    key = host_key(settings, env)
+    out: dict[str, list[list[float]]] = {}
+    for path in sorted([*results.glob("*/summary.json"), *results.glob("*/*/summary.json")]):
+        if path.parent.name == leave_out:
+            continue
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # a run being written, or not one of ours: not history
+        if summary.get("settings", {}).get("profile") == "quick" or \
+                host_key(summary.get("settings", {}), summary.get("env", {})) != key:
+            continue
+        for name, ratios in run_ratios(summary).items():
+            out.setdefault(name, []).append(ratios)
+    return out
+
+
+def spread(runs: Sequence[Sequence[float]]) -> tuple[float, int, float, int] | None:
+    """(sigma, its df, tau, runs used) from a server's earlier runs (each its pairs' ratios); None with no run of two
+    pairs or more."""
+    used = [r for r in runs if len(r) >= 2]
+    df = sum(len(r) - 1 for r in used)
+    if not df:
+        return None
+    sigma2 = sum((len(r) - 1) * statistics.variance([x / statistics.fmean(r) for x in r]) for r in used) / df
+    tau = 0.0
+    if len(used) >= MIN_RUNS_FOR_TAU:
+        means = [statistics.fmean(r) for r in used]
+        grand = statistics.fmean(means)
+        excess = statistics.variance([m / grand for m in means]) - statistics.fmean(sigma2 / len(r) for r in used)
+        tau = math.sqrt(max(excess, 0.0))
+    return math.sqrt(sigma2), df, tau, len(used)
+
+
+def modes(values: Sequence[float]) -> Modes | None:
+    """Two speed modes among pair ratios, or None: the split of the sorted values with the largest separation,
+    kept when each side holds MODE_MIN_SHARE of them (two at least) and their means are MODE_SEPARATION pooled sds
+    apart."""
+    xs = sorted(values)
+    n = len(xs)
+    if n < MODE_MIN_PAIRS:
+        return None
+    least = max(2, math.ceil(MODE_MIN_SHARE * n))
+    best = None
+    for k in range(least, n - least + 1):
+        lo, hi = xs[:k], xs[k:]
+        pooled = math.sqrt(((k - 1) * statistics.variance(lo) + (n - k - 1) * statistics.variance(hi)) / (n - 2))
+        sep = (statistics.fmean(hi) - statistics.fmean(lo)) / pooled if pooled > 0 else math.inf
+        if best is None or sep > best[0]:
+            best = (sep, lo, hi)
+    if best is None or best[0] < MODE_SEPARATION:
+        return None
+    _, lo, hi = best
+    return Modes(fast=statistics.fmean(lo), slow=statistics.fmean(hi), slow_share=len(hi) / n, pairs=n)
+
+
+def for_servers(names: Iterable[str], results: Path, settings: dict, env: dict,
+                leave_out: str | None = None) -> dict[str, Prior]:
+    """Per named server, its prior: from its history on this kind of host, else the shipped one, else none."""
+    past = history(results, settings, env, leave_out)
+    shipped = load_shipped()
+    out = {}
+    for name in names:
+        got = spread(past.get(name, []))
+        if got is not None:
+            sigma, df, tau, runs = got
+            out[name] = Prior(sigma=sigma, df=min(df, MAX_DF), tau=tau, runs=runs, source="history",
+                              modes=modes([x for r in past[name] for x in r]))
+        elif name in shipped:
+            s = shipped[name]
+            out[name] = Prior(sigma=s["sigma"], df=SHIPPED_DF, tau=s["tau"], runs=s["runs"], source="shipped",
+                              modes=None)
+    return out
+
+
+def load_shipped() -> dict[str, dict]:
+    try:
+        return json.loads(SHIPPED.read_text())["servers"]
+    except FileNotFoundError:
+        return {}
+
+
+def build_shipped(results: Path) -> dict:
+    """The shipped prior from every analyzed run under `results`: per server, sigma and tau pooled over the kinds of
+    host (root mean square, each weighed by its degrees of freedom or runs)."""
+    groups: dict[tuple, dict[str, list[list[float]]]] = {}
+    for path in sorted([*results.glob("*/summary.json"), *results.glob("*/*/summary.json")]):
+        summary = json.loads(path.read_text())
+        if summary.get("settings", {}).get("profile") == "quick":
+            continue
+        key = host_key(summary.get("settings", {}), summary.get("env", {}))
+        for name, ratios in run_ratios(summary).items():
+            groups.setdefault(key, {}).setdefault(name, []).append(ratios)
+    per: dict[str, list[tuple[float, int, float, int]]] = {}
+    for servers in groups.values():
+        for name, runs in servers.items():
+            got = spread(runs)
+            if got is not None and got[3] >= MIN_RUNS_FOR_TAU:
+                per.setdefault(name, []).append(got)
+    out = {}
+    for name, parts in sorted(per.items()):
+        df = sum(p[1] for p in parts)
+        runs = sum(p[3] for p in parts)
+        out[name] = {"sigma": round(math.sqrt(sum(p[1] * p[0] ** 2 for p in parts) / df), 5),
+                     "tau": round(math.sqrt(sum(p[3] * p[2] ** 2 for p in parts) / runs), 5),
+                     "runs": runs, "groups": len(parts)}
+    return {"format": "latency-diff/prior/1",
+            "about": "relative spreads of each server's ratio, pooled over the committed runs (each kind of host and "
+                     "settings a group; latency_diff/prior.py)", "servers": out}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import KIT_ROOT
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", type=Path, default=KIT_ROOT / "results", help="the runs to pool")
+    parser.add_argument("--write", action="store_true", help=f"write {SHIPPED.name} (else print it)")
+    args = parser.parse_args(argv)
+    text = json.dumps(build_shipped(args.results), indent=1, sort_keys=True) + "\n"
+    if args.write:
+        SHIPPED.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
