@@ -212,12 +212,36 @@ def build_shipped(results: Path) -> dict:
                      "settings a group; latency_diff/prior.py)", "servers": out}
 
 
+def replay_fixture(results: Path, min_runs: int = 4) -> dict:
+    """The committed pairs that tests/test_replay_coverage.py replays: per group of comparable default runs (host_key)
+    with at least min_runs runs, each run's reference round trip and each valid server's ratios in measured order."""
+    groups: dict[str, dict] = {}
+    for path in sorted([*results.glob("*/summary.json"), *results.glob("*/*/summary.json")]):
+        summary = json.loads(path.read_text())
+        settings, env = summary.get("settings", {}), summary.get("env", {})
+        if settings.get("profile") != "default" or summary.get("primary_client") != "lean":
+            continue
+        g = groups.setdefault(json.dumps(host_key(settings, env)),
+                              {"host": f"{env.get('cpu_model')} warmup {settings.get('warmup')}", "runs": {}})
+        g["runs"][str(path.parent.relative_to(results))] = {
+            "ref_ns": round(summary["ref_ns"]["lean"], 1),
+            "servers": {k: [round(x, 5) for x in v] for k, v in run_ratios(summary).items()}}
+    return {"about": "per comparable group of committed default runs: each run's reference round trip and each valid "
+                     "server's pair ratios in the order measured (tests/test_replay_coverage.py)",
+            "groups": [g for g in groups.values() if len(g["runs"]) >= min_runs]}
+
+
 def main(argv: list[str] | None = None) -> int:
     from . import KIT_ROOT
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, default=KIT_ROOT / "results", help="the runs to pool")
     parser.add_argument("--write", action="store_true", help=f"write {SHIPPED.name} (else print it)")
+    parser.add_argument("--fixture", type=Path, metavar="FILE",
+                        help="write the replay test's fixture of committed pairs to FILE instead")
     args = parser.parse_args(argv)
+    if args.fixture:
+        args.fixture.write_text(json.dumps(replay_fixture(args.results), separators=(",", ":")))
+        return 0
     text = json.dumps(build_shipped(args.results), indent=1, sort_keys=True) + "\n"
     if args.write:
         SHIPPED.write_text(text)
