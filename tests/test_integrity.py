@@ -265,10 +265,11 @@ def test_a_row_measured_by_another_client_than_the_headline_is_marked(tmp_path):
     diffs = {row[0]: row[cols.index("diff [us]")] for row in rows}
     # jetty's ab diffs: 10,100, 10,600, 9,600 at ab's reference 30,000 -> 10.10 us; undertow's lean diff 7.00 us.
     assert diffs["jetty"] == "10.10 (ab)" and diffs["undertow"] == "7.00"
+    # Its reference is ab's 30,000 ns (every ab pair's dummy), the run's the lean pairs' 20,000: said with both.
     assert tables.legend(r).startswith("(ab) after a diff: the lean client measured none of that server's pairs, so "
-                                       "its diff (and its ratio and unscaled diff) is the named client's, scaled to "
-                                       "that client's reference round trip: compare it with the other rows' lean "
-                                       "diffs only loosely. diff: ")
+                                       "its diff (and its ratio and unscaled diff) is the named client's, at that "
+                                       "client's reference round trip (ab's 30.00 us, not the run's 20.00 us): "
+                                       "compare it with the other rows' lean diffs only loosely. diff: ")
     assert "(ab) after a diff" in terminal.render(r)
     rows_json = {s["name"]: s for s in json.loads(summary_json.render(r))["servers"]}
     assert rows_json["jetty"]["primary"] == "ab" and rows_json["undertow"]["primary"] == "lean"

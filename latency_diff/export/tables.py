@@ -479,9 +479,11 @@ def _other_client_note(r: RunResult) -> str:
         return ""
     marks = " or ".join(f"({c})" for c in sorted(other))
     why = " (an HTTP/1.1 server: ab speaks HTTP/1.0 only)" if r.primary == "ab" else ""
+    refs = ", ".join(f"{c}'s {us(r.ref.get(c))} us" for c in sorted(other))
     return (f"{marks} after a diff: the {r.primary} client measured none of that server's pairs{why}, so its diff "
-            f"(and its ratio and unscaled diff) is the named client's, scaled to that client's reference round trip: "
-            f"compare it with the other rows' {r.primary} diffs only loosely. ")
+            f"(and its ratio and unscaled diff) is the named client's, at that client's reference round trip "
+            f"({refs}, not the run's {us(r.ref.get(r.primary))} us): compare it with the other rows' {r.primary} "
+            "diffs only loosely. ")
 
 
 def checks(r: RunResult) -> list[str]:
