@@ -33,11 +33,12 @@ work a fit of the diffs against user CPU, context switches and system calls (the
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
 
-from . import evaluate, export, stats
+from . import evaluate, export, prior, stats
 from .export import html, tables, terminal
 from .model import ClientResult, RunResult, ServerResult
 from .stats import Summary
@@ -391,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     except export.ExportError as e:
         print(f"analyze: error: {e}", file=sys.stderr)
         return 1
+    prior.remember(args.run_dir, json.loads((args.run_dir / "summary.json").read_text()))
     if not args.quiet:
         print(terminal.render(result))
     print("Files: " + ", ".join(str(p) for p in written))

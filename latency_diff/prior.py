@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 SHIPPED = Path(__file__).resolve().parent / "prior.json"
+#: The history file of a results folder: one line a run, its host key and its servers' pair ratios (remember()).
+HISTORY = "history.jsonl"
 #: A history weighs as many degrees of freedom as its pairs give, at most this many: a server's spread can change
 #: with its version and the host's state, so no history makes it certain (t at 20 df is 2.09, against 1.96).
 MAX_DF = 20
@@ -47,6 +49,9 @@ KEY_SETTINGS = ("pinning", "run_length", "segment", "settle", "warmup", "pair_wa
 MODE_MIN_SHARE = 0.15
 MODE_SEPARATION = 4.0
 MODE_MIN_PAIRS = 8
+#: ... and at least this far apart relative to the fast mode's ratio: a split of a few tenths of a percent between
+#: tight pairs is not a speed mode a reader must know of.
+MODE_MIN_GAP = 0.04
 
 
 @dataclass(frozen=True)
@@ -99,23 +104,48 @@ def run_ratios(summary: dict) -> dict[str, list[float]]:
 
 
 def history(results: Path, settings: dict, env: dict, leave_out: str | None = None) -> dict[str, list[list[float]]]:
-    """Per server, the pairs' ratios of each earlier run like this one under `results` (runs of a benchmark one
-    folder deeper count too), leaving out the run named leave_out."""
-    key = host_key(settings, env)
-    out: dict[str, list[list[float]]] = {}
+    """Per server, the pairs' ratios of each earlier run like this one: the runs kept in the history files under
+    `results` (remember()) and the analyzed runs there (a benchmark's runs one folder deeper count too), each run
+    once, leaving out the run named leave_out."""
+    key = list(host_key(settings, env))
+    runs: dict[str, dict[str, list[float]]] = {}
+    for path in sorted([*results.glob(HISTORY), *results.glob(f"*/{HISTORY}")]):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if entry["key"] == key:
+                runs[entry["run"]] = entry["servers"]
     for path in sorted([*results.glob("*/summary.json"), *results.glob("*/*/summary.json")]):
-        if path.parent.name == leave_out:
+        if path.parent.name in runs:
             continue
         try:
             summary = json.loads(path.read_text())
         except (OSError, ValueError):
             continue  # a run being written, or not one of ours: not history
-        if summary.get("settings", {}).get("profile") == "quick" or \
-                host_key(summary.get("settings", {}), summary.get("env", {})) != key:
-            continue
-        for name, ratios in run_ratios(summary).items():
-            out.setdefault(name, []).append(ratios)
+        if summary.get("settings", {}).get("profile") != "quick" and \
+                list(host_key(summary.get("settings", {}), summary.get("env", {}))) == key:
+            runs[path.parent.name] = run_ratios(summary)
+    out: dict[str, list[list[float]]] = {}
+    for run, servers in sorted(runs.items()):
+        if run != leave_out:
+            for name, ratios in servers.items():
+                out.setdefault(name, []).append(ratios)
     return out
+
+
+def remember(run_dir: Path, summary: dict) -> None:
+    """Keeps an analyzed run's pair ratios in the history file of its results folder (HISTORY, one line a run,
+    replaced when the run is analyzed again), so that a host's history outlives the run folders that leave."""
+    settings = summary.get("settings", {})
+    if settings.get("profile") == "quick":
+        return
+    path = run_dir.parent / HISTORY
+    lines = [x for x in (path.read_text().splitlines() if path.is_file() else [])
+             if json.loads(x)["run"] != run_dir.name]
+    lines.append(json.dumps({"run": run_dir.name, "key": list(host_key(settings, summary.get("env", {}))),
+                             "servers": run_ratios(summary)}, separators=(",", ":")))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(x + "\n" for x in sorted(lines)))
+    tmp.replace(path)
 
 
 def spread(runs: Sequence[Sequence[float]]) -> tuple[float, int, float, int] | None:
@@ -138,7 +168,7 @@ def spread(runs: Sequence[Sequence[float]]) -> tuple[float, int, float, int] | N
 def modes(values: Sequence[float]) -> Modes | None:
     """Two speed modes among pair ratios, or None: the split of the sorted values with the largest separation,
     kept when each side holds MODE_MIN_SHARE of them (two at least) and their means are MODE_SEPARATION pooled sds
-    apart."""
+    and MODE_MIN_GAP apart."""
     xs = sorted(values)
     n = len(xs)
     if n < MODE_MIN_PAIRS:
@@ -154,6 +184,8 @@ def modes(values: Sequence[float]) -> Modes | None:
     if best is None or best[0] < MODE_SEPARATION:
         return None
     _, lo, hi = best
+    if statistics.fmean(hi) < (1 + MODE_MIN_GAP) * statistics.fmean(lo):
+        return None
     return Modes(fast=statistics.fmean(lo), slow=statistics.fmean(hi), slow_share=len(hi) / n, pairs=n)
 
 

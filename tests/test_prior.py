@@ -1,0 +1,66 @@
+"""What the kit knows of a server's spread before a run (latency_diff/prior.py), on numbers worked out by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from latency_diff import prior
+
+ENV = {"cpu_model": "AMD EPYC", "jdk": {"java.runtime.version": "25.0.3+9-LTS"}}
+SETTINGS = {"profile": "default", "pinning": "shared", "run_length": 256, "segment": 4096, "settle": "queue",
+            "warmup": 50000, "pair_warmup": 1000, "jvm_flags": ["-Xms512m"]}
+
+
+def test_spread_pools_the_runs_and_takes_the_excess_of_their_means():
+    # Three runs of [m - d, m, m + d]: each relative sd d/m. Runs 1.0 +- 0.01, 1.1 +- 0.011, 1.2 +- 0.012: relative sd
+    # 0.01 each, so sigma = 0.01 on 6 df. Run means 1.0, 1.1, 1.2 (grand 1.1): relative variance of the means
+    # (0.1/1.1)^2 = 0.0082645; minus sigma^2 / 3 = 0.0000333: tau = sqrt(0.0082312) = 0.090726.
+    runs = [[0.99, 1.0, 1.01], [1.089, 1.1, 1.111], [1.188, 1.2, 1.212]]
+    sigma, df, tau, used = prior.spread(runs)
+    assert sigma == pytest.approx(0.01, rel=1e-6) and df == 6 and used == 3
+    assert tau == pytest.approx(0.090726, rel=1e-4)
+    # Two runs: no tau; runs of one pair add nothing; none of two pairs: nothing known.
+    assert prior.spread(runs[:2])[2] == 0.0
+    assert prior.spread([[1.0], [2.0]]) is None
+
+
+def test_modes_are_two_clear_groups_far_enough_apart():
+    fast, slow = [2.20, 2.21, 2.22, 2.21, 2.20, 2.22], [2.46, 2.47, 2.48]
+    m = prior.modes(fast + slow)
+    assert m == prior.Modes(fast=pytest.approx(2.21), slow=pytest.approx(2.47), slow_share=pytest.approx(1 / 3),
+                            pairs=9)
+    assert prior.modes([2.20, 2.21, 2.22, 2.23, 2.24, 2.25, 2.26, 2.27, 2.28]) is None  # one spread, no gap
+    assert prior.modes([1.00, 1.001, 1.002, 1.001, 1.000, 1.002, 1.02, 1.021, 1.022]) is None  # apart by 2%: < 4%
+    assert prior.modes(fast[:4] + slow[:3]) is None  # 7 pairs: too few to tell
+
+
+def test_history_keeps_runs_of_this_kind_of_host_and_outlives_their_folders(tmp_path):
+    def summary(ratios, cpu="AMD EPYC"):
+        return {"settings": SETTINGS, "env": {**ENV, "cpu_model": cpu}, "servers": [
+            {"name": "x", "baseline": False, "valid": True, "clients": {"lean": {"ratios": ratios}}},
+            {"name": "dummy", "baseline": True, "valid": True, "clients": {"lean": {"ratios": [1.0]}}},
+            {"name": "y", "baseline": False, "valid": False, "clients": {}}]}
+    for run, ratios, cpu in (("r1", [1.5, 1.6], "AMD EPYC"), ("r2", [1.7, 1.8], "AMD EPYC"),
+                             ("r3", [9.0, 9.1], "Intel Xeon")):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "summary.json").write_text(json.dumps(summary(ratios, cpu)))
+    prior.remember(tmp_path / "r1", summary([1.5, 1.6]))
+    (tmp_path / "r1" / "summary.json").unlink()  # the folder left the tree; its line stays
+    (tmp_path / "r1").rmdir()
+    assert prior.history(tmp_path, SETTINGS, ENV) == {"x": [[1.5, 1.6], [1.7, 1.8]]}
+    assert prior.history(tmp_path, SETTINGS, ENV, leave_out="r2") == {"x": [[1.5, 1.6]]}
+    assert prior.history(tmp_path, {**SETTINGS, "warmup": 100000}, ENV) == {}  # other settings: another history
+    prior.remember(tmp_path / "r1", summary([1.5, 1.6]))  # analyzed again: still one line
+    assert len((tmp_path / prior.HISTORY).read_text().splitlines()) == 1
+
+
+def test_for_servers_takes_the_history_then_the_shipped_prior(tmp_path, monkeypatch):
+    shipped = tmp_path / "prior.json"
+    shipped.write_text(json.dumps({"servers": {"z": {"sigma": 0.03, "tau": 0.01, "runs": 9}}}))
+    monkeypatch.setattr(prior, "SHIPPED", shipped)
+    (tmp_path / "results").mkdir()
+    got = prior.for_servers(["z", "new"], tmp_path / "results", SETTINGS, ENV)
+    assert got == {"z": prior.Prior(sigma=0.03, df=prior.SHIPPED_DF, tau=0.01, runs=9, source="shipped")}
+    assert prior.Prior.from_dict(got["z"].to_dict()) == got["z"]
