@@ -8,6 +8,7 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.function.UnaryOperator;
 import org.latencydiff.HttpDate;
 import org.latencydiff.Launcher;
 import org.latencydiff.ReferenceResponse;
@@ -19,6 +20,9 @@ import org.latencydiff.ServerOptions;
  * second changes). Unlike the 2014 dummy it does not assume one read is one request: it scans the
  * byte stream for the CRLFCRLF that ends each request (requests without a body, as ab sends), so a
  * request split across reads gets one response and two requests in one read get two.
+ *
+ * <p>The positive controls ({@code --variant spin} and {@code modes}, {@link SpinControl}) are this server with each
+ * connection's output stream wrapped in one that spins before each response; the dummy writes to the socket's own.
  */
 public final class DummyServer {
 
@@ -27,24 +31,36 @@ public final class DummyServer {
     private record Encoded(String date, byte[] bytes) {}
 
     private final String name;
+    /** What each connection writes its responses to, given the socket's stream (once per connection). */
+    private final UnaryOperator<OutputStream> responses;
     private volatile Encoded encoded = new Encoded("", new byte[0]);
 
-    private DummyServer(String name) {
+    private DummyServer(String name, UnaryOperator<OutputStream> responses) {
         this.name = name;
+        this.responses = responses;
     }
 
-    /** {@code --variant nio} runs {@link NioDummyServer} instead (server.toml's dummy-nio). */
+    /**
+     * {@code --variant nio} runs {@link NioDummyServer} instead (server.toml's dummy-nio); {@code spin} and
+     * {@code modes} run the positive controls (control-spin, control-modes).
+     */
     public static void main(String[] args) {
-        Launcher.run("dummy", args, options -> switch (options.variantOneOf("", "nio")) {
+        Launcher.run("dummy", args, options -> switch (options.variantOneOf("", "nio", "spin", "modes")) {
             case "nio" -> NioDummyServer.start(options);
-            default -> start(options); // "": the blocking dummy
+            case "spin", "modes" -> SpinControl.start(options);
+            default -> start(options, UnaryOperator.identity()); // "": the blocking dummy, on the socket's stream
         });
     }
 
-    private static int start(ServerOptions options) throws IOException {
+    /**
+     * Binds, starts the acceptor thread and returns the port it listens on. {@code responses} wraps each connection's
+     * output stream; the server writes each response with one {@code write(byte[])} call and flushes after the
+     * responses to one read.
+     */
+    static int start(ServerOptions options, UnaryOperator<OutputStream> responses) throws IOException {
         ServerSocket listener = new ServerSocket();
         listener.bind(new InetSocketAddress(InetAddress.getByName(options.host()), options.port()));
-        DummyServer server = new DummyServer(options.name());
+        DummyServer server = new DummyServer(options.name(), responses);
         Thread acceptor = new Thread(() -> server.accept(listener), "dummy-acceptor");
         acceptor.start();
         return listener.getLocalPort();
@@ -67,7 +83,8 @@ public final class DummyServer {
     private void serve(Socket socket) {
         byte[] buffer = new byte[BUFFER_SIZE];
         int matched = 0; // how many bytes of CRLFCRLF end the bytes seen so far
-        try (socket; InputStream in = socket.getInputStream(); OutputStream out = socket.getOutputStream()) {
+        try (socket; InputStream in = socket.getInputStream();
+             OutputStream out = responses.apply(socket.getOutputStream())) {
             int n;
             while ((n = in.read(buffer)) > 0) {
                 int requests = 0;
