@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from . import counting, histogram, lean, paired, profiling, rundir, stats, stopping
+from . import controls, counting, histogram, lean, paired, profiling, rundir, stats, stopping
 from . import warnings as w
 from .abparse import AbParseError
 from .abparse import parse as parse_ab
@@ -267,7 +267,29 @@ def build(run_dir: Path) -> RunResult:
     for s in servers:
         if s.valid and not s.baseline:
             _profile_of(s, {m["name"]: m for m in files.run["servers"]})
+    if any(s.name in controls.CONTROLS for s in servers):
+        _truths(run_dir, result)
     return result
+
+
+def _truths(run_dir: Path, r: RunResult) -> None:
+    """A control's known diff (controls.py), from its valid pairs' own clocks: the mean over fresh processes of the
+    configured spin (expected_ns) plus the spins' measured overshoot (median - configured, their mean); and whether
+    the row's interval holds it."""
+    try:
+        known = controls.truths(run_dir)
+    except (ValueError, rundir.RunDirError) as e:
+        raise AnalysisError(str(e)) from e
+    for s in r.servers:
+        if s.name not in known or not s.valid or s.diff is None:
+            continue
+        ts = [t for p in s.pairs if p.valid and (t := known[s.name].get(p.pair)) and t.spin_ns_median is not None]
+        if not ts:
+            s.truth = {"ns": None, "pairs": 0, "held": None}
+            continue
+        ns = ts[0].expected_ns + statistics.fmean(t.spin_ns_median - t.configured_ns for t in ts)
+        held = None if s.diff.ci95_low is None else bool(s.diff.ci95_low <= ns <= s.diff.ci95_high)
+        s.truth = {"ns": ns, "pairs": len(ts), "modes": sorted({t.mode for t in ts}), "held": held}
 
 
 def _read_stacks(run_dir: Path, servers: list[ServerResult]) -> None:

@@ -208,6 +208,8 @@ class ServerResult:
     prior: dict | None = None
     #: Two speed modes of its fresh JVMs (evaluate._modes: fast_ns, slow_ns, slow_share, pairs, source); None: not seen.
     modes: dict | None = None
+    #: A control's known diff (evaluate._truths: ns, pairs, modes, held: whether the interval holds it); None: not one.
+    truth: dict | None = None
 
     @property
     def estimates(self) -> list[float]:

@@ -159,3 +159,34 @@ def test_a_control_stopped_by_sigterm_leaves_its_truth_in_its_log(name, tmp_path
     assert configured <= truth.spin_ns_per_request < configured + 48_000
     # The median: a clock read past the deadline, tens of ns here; a microsecond would be a broken spin.
     assert configured <= truth.spin_ns_median < configured + 1000
+
+
+def _control_run(tmp_path, server_ns: int):
+    """A run of control-spin, three pairs of a dummy at 20,000 ns and the control at server_ns, each pair's log with
+    the TRUTH line its process would print: a median spin of 2,015 ns against 2,000 configured."""
+    from runs import make_paired_run
+
+    from latency_diff import rundir
+    run = make_paired_run(tmp_path, {"control-spin": [(20_000, server_ns)] * 3})
+    w = rundir.Writer(run)
+    for k in (1, 2, 3):
+        w.log("log", f"control-spin-p{k}", "MODE control-spin fixed\nREADY control-spin 8081\nTRUTH control-spin "
+              "mode=fixed requests=1000 spin_ns_total=2100000 spin_ns_median=2015 configured_ns=2000 "
+              "expected_ns=2000\n")
+    w.close()
+    return run
+
+
+def test_a_controls_interval_is_held_against_its_known_diff(tmp_path):
+    from latency_diff import evaluate
+    from latency_diff.export import tables
+    # Diffs of 2,000 ns in every pair: the row is 2.00 us, the fixed width ±0.50; its truth 2,000 + (2,015 - 2,000).
+    r = evaluate.build(_control_run(tmp_path / "a", 22_000))
+    s = r.server("control-spin")
+    assert s.truth == {"ns": 2015.0, "pairs": 3, "modes": ["fixed"], "held": True}
+    assert ("control control-spin: known diff 2.02 us (its processes' own clock, 3 pairs, modes fixed), measured "
+            "2.00 us [1.50, 2.50]: holds it, as it must") in tables.checks(r)
+    # A control measured at 7.00 us [6.50, 7.50] does not hold its 2.02: said.
+    r = evaluate.build(_control_run(tmp_path / "b", 27_000))
+    assert r.server("control-spin").truth["held"] is False
+    assert any(c.endswith("does NOT hold it") for c in tables.checks(r))

@@ -491,6 +491,16 @@ def checks(r: RunResult) -> list[str]:
     from .. import evaluate as ev
     from .. import warnings as w
     out = []
+    for s in r.ranked:
+        t = s.truth
+        if t is None:
+            continue
+        if t["ns"] is None:
+            out.append(f"control {s.name}: no pair left its known diff (no TRUTH line in its logs)")
+            continue
+        verdict = {True: "holds it, as it must", False: "does NOT hold it", None: "no interval to hold it"}[t["held"]]
+        out.append(f"control {s.name}: known diff {us(t['ns'])} us (its processes' own clock, {t['pairs']} pairs, "
+                   f"modes {', '.join(t['modes'])}), measured {us(s.diff.mean)} us {ci_text(s.diff)}: {verdict}")
     null = r.null
     if null is not None and null.valid and null.diff.ci95_low is not None:
         ok = null.diff.ci95_low <= 0 <= null.diff.ci95_high
