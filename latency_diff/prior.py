@@ -39,6 +39,8 @@ HISTORY = "history.jsonl"
 MAX_DF = 20
 #: The shipped prior, pooled over other hosts, weighs as this many degrees of freedom: about two runs' worth.
 SHIPPED_DF = 4
+#: A server the kit has never measured: the shipped servers' upper quartile, weighed as this many degrees of freedom.
+GENERIC_DF = 2
 #: tau needs this many earlier runs with at least two pairs.
 MIN_RUNS_FOR_TAU = 3
 #: The settings that must agree for runs to be one history (with the CPU model and the JDK).
@@ -71,7 +73,8 @@ class Prior:
     df: int
     #: Relative sd of the server's run mean between runs, beyond its pairs' noise (0 where not known).
     tau: float
-    #: Earlier runs it comes from, and "history" (this kind of host) or "shipped" (prior.json).
+    #: Earlier runs it comes from, and "history" (this kind of host), "shipped" (prior.json) or "generic" (a server the
+    #: kit has not measured: generic()).
     runs: int
     source: str
     modes: Modes | None = None
@@ -191,7 +194,8 @@ def modes(values: Sequence[float]) -> Modes | None:
 
 def for_servers(names: Iterable[str], results: Path, settings: dict, env: dict,
                 leave_out: str | None = None) -> dict[str, Prior]:
-    """Per named server, its prior: from its history on this kind of host, else the shipped one, else none."""
+    """Per named server, its prior: from its history on this kind of host, else the shipped one, else the generic one
+    (none without a shipped prior)."""
     past = history(results, settings, env, leave_out)
     shipped = load_shipped()
     out = {}
@@ -205,7 +209,19 @@ def for_servers(names: Iterable[str], results: Path, settings: dict, env: dict,
             s = shipped[name]
             out[name] = Prior(sigma=s["sigma"], df=SHIPPED_DF, tau=s["tau"], runs=s["runs"], source="shipped",
                               modes=None)
+        elif shipped:
+            out[name] = generic(shipped)
     return out
+
+
+def generic(shipped: dict[str, dict]) -> Prior:
+    """The prior of a server the kit has never measured: the upper quartile of the shipped servers' sigma and tau,
+    weighed as GENERIC_DF degrees of freedom, so that its first pairs agreeing by luck do not meet a target that a
+    server of typical spread would miss; its own pairs soon outweigh it."""
+    sigmas = sorted(v["sigma"] for v in shipped.values())
+    taus = sorted(v["tau"] for v in shipped.values())
+    return Prior(sigma=sigmas[(3 * len(sigmas)) // 4], df=GENERIC_DF, tau=taus[(3 * len(taus)) // 4], runs=0,
+                 source="generic")
 
 
 def load_shipped() -> dict[str, dict]:

@@ -62,5 +62,10 @@ def test_for_servers_takes_the_history_then_the_shipped_prior(tmp_path, monkeypa
     monkeypatch.setattr(prior, "SHIPPED", shipped)
     (tmp_path / "results").mkdir()
     got = prior.for_servers(["z", "new"], tmp_path / "results", SETTINGS, ENV)
-    assert got == {"z": prior.Prior(sigma=0.03, df=prior.SHIPPED_DF, tau=0.01, runs=9, source="shipped")}
+    assert got["z"] == prior.Prior(sigma=0.03, df=prior.SHIPPED_DF, tau=0.01, runs=9, source="shipped")
+    # A server never measured gets the shipped servers' upper quartile (here the one), on 2 degrees of freedom.
+    assert got["new"] == prior.Prior(sigma=0.03, df=2, tau=0.01, runs=0, source="generic")
+    shipped.write_text(json.dumps({"servers": {k: {"sigma": s, "tau": s / 10, "runs": 1} for k, s in
+                                               (("a", 0.01), ("b", 0.02), ("c", 0.04), ("d", 0.08))}}))
+    assert prior.for_servers(["new"], tmp_path / "results", SETTINGS, ENV)["new"].sigma == 0.08  # index 3 of 4
     assert prior.Prior.from_dict(got["z"].to_dict()) == got["z"]
