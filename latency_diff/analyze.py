@@ -38,7 +38,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from . import evaluate, export, prior, stats
+from . import evaluate, export, gate, prior, stats
 from .export import html, tables, terminal
 from .model import ClientResult, RunResult, ServerResult
 from .stats import Summary
@@ -200,10 +200,11 @@ def _why(s: ServerResult | None, label: str) -> str:
     return f"invalid in {label}: {s.reason or 'no reason recorded'}"
 
 
-def compare(a: RunResult, b: RunResult) -> tuple[tables.Table, list[str]]:
+def compare(a: RunResult, b: RunResult, changes: list | None = None) -> tuple[tables.Table, list[str]]:
     """The change of each server's ratio (server over dummy round trip) from run a to run b, and in microseconds at
     a's reference baseline round trip; notes: the references, what differs between the runs, and every server that
-    could not be compared, with why. Never raises on a server: what cannot be compared is a note."""
+    could not be compared, with why. Never raises on a server: what cannot be compared is a note. changes: gets
+    (server, change of the ratio as a Summary, A's reference ns, A's diff ns) per compared server."""
     notes = run_differences(a, b)
     rows, used = [], []
     base_a, base_b = _baseline_name(a), _baseline_name(b)
@@ -248,6 +249,8 @@ def compare(a: RunResult, b: RunResult) -> tuple[tables.Table, list[str]]:
         diff_a, diff_b = (mean_a - 1) * ref, (mean_b - 1) * ref
         holds_one = ca.ratio.ci95_low is not None and ca.ratio.ci95_low <= 1 <= ca.ratio.ci95_high
         rel = "-" if holds_one or abs(diff_a) < 1 else _plus(100 * change.mean * ref / abs(diff_a), 0) + "%"
+        if changes is not None:
+            changes.append((sa.name, change, ref, diff_a))
         rows.append([sa.name, client, _fixed(mean_a, 4), _fixed(mean_b, 4), _plus(change.mean, 4),
                      _interval(change, 4), _fixed(diff_a / 1000, 2), _fixed(diff_b / 1000, 2),
                      _plus(change.mean * ref / 1000, 2), _interval(change, 2, ref / 1000), rel,
@@ -313,13 +316,23 @@ def main_compare(argv: list[str]) -> int:
     parser.add_argument("run_a", type=Path, help="the earlier or reference run directory")
     parser.add_argument("run_b", type=Path, help="the run to compare with it")
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as a page to FILE")
+    parser.add_argument("--fail-if-slower", metavar="MARGIN", help="a gate for CI: exit 0 when every compared "
+                        "server (or --server) is shown not slower in B than in A by more than MARGIN (1us, or 10%% "
+                        "of A's diff), 1 when one is shown slower by more, 3 when undecided, 2 on a usage error")
+    parser.add_argument("--server", action="append", metavar="NAME", help="the server(s) the gate judges (default: "
+                        "every compared one)")
     args = parser.parse_args(argv)
+    try:
+        margin = gate.parse_margin(args.fail_if_slower) if args.fail_if_slower else None
+    except ValueError as e:
+        parser.error(str(e))
     try:
         a, b = evaluate.build(args.run_a), evaluate.build(args.run_b)
     except evaluate.AnalysisError as e:
         print(f"analyze: error: {e}", file=sys.stderr)
         return 1
-    t, notes = compare(a, b)
+    changes: list = []
+    t, notes = compare(a, b, changes)
     print(f"A: {tables.headline(a)}\nB: {tables.headline(b)}\n")
     print(tables.render_text(t) if t[1] else "(no server to compare)")
     print(f"\n{COMPARE_EXPLANATION}")
@@ -333,7 +346,28 @@ def main_compare(argv: list[str]) -> int:
             print(f"analyze: error: {args.html}: cannot write: {e.strerror}", file=sys.stderr)
             return 1
         print(f"Page: {args.html}")
-    return 0
+    return 0 if margin is None else _gate(changes, margin, args.server)
+
+
+def _gate(changes: list, margin: gate.Margin, names: list[str] | None) -> int:
+    """Prints the gate's verdict per judged server and returns the exit status (gate.py)."""
+    judged = [c for c in changes if names is None or c[0] in names]
+    missing = sorted(set(names or ()) - {c[0] for c in judged})
+    codes = [gate.UNDECIDED] * len(missing)
+    for name in missing:
+        print(f"gate: {name}: not compared (see the notes): UNDECIDED")
+    for name, change, ref, diff_a in judged:
+        m = margin.ns(diff_a)
+        low = None if change.ci95_low is None else change.ci95_low * ref
+        high = None if change.ci95_high is None else change.ci95_high * ref
+        code = gate.verdict(low, high, m)
+        codes.append(code)
+        span = "no interval" if low is None else f"[{low / 1000:+.2f}, {high / 1000:+.2f}]"
+        print(f"gate: {name}: B minus A {change.mean * ref / 1000:+.2f} us {span} against a margin of "
+              f"{m / 1000:.2f} us ({margin}): {gate.WORDS[code]}")
+    code = gate.combine(codes)
+    print(f"gate: {gate.WORDS[code]} (exit {code})")
+    return code
 
 
 def main_hosts(argv: list[str]) -> int:

@@ -178,3 +178,22 @@ def test_summary_csv_carries_the_reference_round_trip(tmp_path):
     # ab: (15,000 / 12,500 - 1) x 12,500 = 2,500 at ab's own reference.
     assert (u["ab_ref_ns"], u["ab_diff_ns_mean"]) == ("12500.0", "2500.0")
     assert rows["dummy"]["ref_ns"] == "10000.0" and rows["jetty"]["ref_ns"] == "10000.0"
+
+
+def test_the_gate_exits_on_the_change_interval_against_the_margin(tmp_path, capsys):
+    import pytest
+    a = make_paired_run(tmp_path / "a", {"undertow": A_PAIRS}, settings=NO_TARGET)
+    b = make_paired_run(tmp_path / "b", {"undertow": [(12_000, 18_600), (12_000, 18_720), (12_000, 18_480)]},
+                        settings=NO_TARGET)
+    # The change (above): +0.50 us [0.27, 0.73] at A's reference, A's diff 5.00 us.
+    for margin, code, word in (("1us", 0, "PASS"), ("0.2us", 1, "FAIL"), ("0.5us", 3, "UNDECIDED"),
+                               ("5%", 1, "FAIL"), ("15%", 0, "PASS")):  # 5% of 5.00 = 0.25 us; 15% = 0.75 us
+        assert analyze.main_compare([str(a), str(b), "--fail-if-slower", margin]) == code
+        out = capsys.readouterr().out
+        assert f"gate: {word} (exit {code})" in out
+    assert "gate: undertow: B minus A +0.50 us [+0.27, +0.73] against a margin of 0.75 us (15%): PASS" in out
+    # A server the gate is asked about but could not compare is undecided, never a pass.
+    assert analyze.main_compare([str(a), str(b), "--fail-if-slower", "1us", "--server", "jetty"]) == 3
+    with pytest.raises(SystemExit) as e:
+        analyze.main_compare([str(a), str(b), "--fail-if-slower", "1ms"])
+    assert e.value.code == 2
