@@ -33,43 +33,35 @@ def _built(root):
     return [evaluate.build(make_paired_run(folder, pairs)) for folder, pairs in _runs(root)]
 
 
-def test_coverage_counts_the_runs_whose_interval_holds_the_median(tmp_path):
+def test_coverage_holds_each_run_against_the_other_runs(tmp_path):
     runs = _built(tmp_path)
     # Stop reasons, as a result model that records them would give them.
     for r, why in zip(runs, ("target", "target", "budget"), strict=True):
         r.server("undertow").stop = why
     cov = coverage.coverage(runs)
     u, j = cov["servers"]["undertow"], cov["servers"]["jetty"]
-    # undertow's us diffs: run 1 7,000 +- 1,242 = [5,758, 8,242]; run 2 7,100, [5,858, 8,342]; run 3 (ratios 1.35,
-    # 1.375, 1.325 at 30 us) 10,500, 11,250, 9,750: 10,500 +- 1,863 = [8,637, 12,363]. Median 7,100: runs 1 and 2
-    # hold it, run 3 misses it -> 2 of 3.
-    assert u["runs"] == 3
-    assert u["diff"]["median"] == pytest.approx(7_100)
-    assert (u["diff"]["covered"], u["diff"]["missed_runs"]) == (2, [3])
-    # Its ratios: 1.35, 1.355 and 1.35, each +- 2.4841 x 0.025 = 0.0621; the median 1.35 is in all three -> 3 of 3.
-    assert u["ratio"]["median"] == pytest.approx(1.35)
+    # undertow's pair ratios: run 1 1.35, 1.375, 1.325; run 2 1.355, 1.38, 1.33; run 3 (at 30 us) 1.35, 1.375, 1.325.
+    # Leave one out: run 1's truth is the mean of runs 2 and 3, 1.3525; run 2's 1.35; run 3's 1.3525. Each interval
+    # is its mean +- 2.4841 x 0.025 = 0.0621 (wider than the target's fixed width, 500 / 20,000 = 0.025): all hold.
+    assert u["ratio"]["truth"] == pytest.approx([1.3525, 1.35, 1.3525])
     assert (u["ratio"]["covered"], u["ratio"]["missed_runs"]) == (3, [])
-    assert u["pairs"] == [3, 3] and u["stops"] == {"budget": 1, "target": 2}
-    # jetty, in runs 1 and 2 only: 10,000 and 10,400, each +- 1,242; median 10,200 in both. Ratios 1.50 and 1.52
-    # (+- 0.0621), median 1.51 in both.
-    assert j["runs"] == 2 and j["diff"]["median"] == pytest.approx(10_200)
-    assert j["ratio"]["median"] == pytest.approx(1.51)
-    assert (j["diff"]["covered"], j["ratio"]["covered"]) == (2, 2) and j["stops"] is None
-    # Overall: us 2 + 2 of 3 + 2 rows; ratio 3 + 2 of 5.
-    assert cov["overall"]["diff"] == {"covered": 4, "of": 5, "share": pytest.approx(0.8)}
+    # In us at each run's own reference: run 3's truth 0.3525 x 30,000 = 10,575 in [8,637, 12,363]; run 1's 7,050 in
+    # [5,758, 8,242]: one estimand, so a run at another reference is judged at its own (the median of the us diffs,
+    # 7,100, was missed by run 3 before).
+    assert u["diff"]["truth"] == pytest.approx([7_050, 7_000, 10_575])
+    assert (u["diff"]["covered"], u["diff"]["of"]) == (3, 3)
+    assert u["pairs"] == [3, 3] and u["stops"] == {"budget": 1, "target": 2} and u["band"] == "narrow"
+    # jetty, in runs 1 and 2 only (1.50 and 1.52, +- 0.0621): each holds the other's mean.
+    assert j["runs"] == 2 and j["ratio"]["truth"] == pytest.approx([1.52, 1.50]) and j["ratio"]["covered"] == 2
     assert cov["overall"]["ratio"] == {"covered": 5, "of": 5, "share": pytest.approx(1.0)}
-    assert coverage.verdicts(cov) == [
-        "Only 3 runs: the targets need at least 10 (--runs 10); read these shares as indicative.",
-        "Overall, the us diff's intervals hold the median over runs in 4 of 5 (server, run) rows, 80.0%; target at "
-        "least 90%: missed by 10.0 percentage points.",
-        "Every server, the us diff: at least 80% of its runs (8 of 10): missed for 1 server: undertow (2 of 3).",
-        "Overall, the ratio's intervals hold the median over runs in 5 of 5 (server, run) rows, 100.0%; target at "
-        "least 90%: met.",
-        "Every server, the ratio: at least 80% of its runs (8 of 10): met."]
-    cols, body, _ = coverage.table(cov)
-    assert cols[-1] == "stopped because (runs)"
-    assert body == [["undertow", "7.10", "2 of 3", "1.3500", "3 of 3", "3", "budget 1, target 2"],
-                    ["jetty", "10.20", "2 of 2", "1.5100", "2 of 2", "3", "-"]]
+    # A run whose interval misses the others' mean: undertow's run 2 moved to 1.455 (+0.1 > 0.0621 away).
+    far = _built(tmp_path / "far")
+    assert coverage.coverage(far)["servers"]["undertow"]["ratio"]["covered"] == 3
+    moved = [(20_000, 29_100), (20_000, 29_600), (20_000, 28_600)]
+    r2 = evaluate.build(make_paired_run(tmp_path / "moved", {"undertow": moved}))
+    cov = coverage.coverage([far[0], r2, far[2]])
+    # Run 2 misses its truth 1.35; runs 1 and 3 hold theirs, (1.455 + 1.35) / 2 = 1.4025 <= 1.35 + 0.0621.
+    assert cov["servers"]["undertow"]["ratio"]["missed_runs"] == [2]
 
 
 def test_coverage_from_a_folder_of_runs(tmp_path):
@@ -82,9 +74,10 @@ def test_coverage_from_a_folder_of_runs(tmp_path):
     assert data["runs"] == 3 and [x["folder"] for x in data["run_dirs"]] == ["run-01/run", "run-02/run", "run-03/run"]
     assert [x["ref_ns"] for x in data["run_dirs"]] == [20_000, 20_000, 30_000]
     assert [x["folder"] for x in data["left_out"]] == ["run-04/run"]
-    assert data["overall"]["diff"]["covered"] == 4 and data["overall"]["ratio"]["covered"] == 5
+    assert data["overall"]["diff"]["covered"] == 5 and data["overall"]["ratio"]["covered"] == 5
     page = (root / "coverage.md").read_text()
-    assert "| undertow | 7.10 | 2 of 3 | 1.3500 | 3 of 3 | 3 |" in page
+    # The truth column: the mean of the runs' truths 1.3525, 1.35, 1.3525; no row met the 0.025 target.
+    assert "| undertow | narrow | 1.3517 | 3 of 3 | 0 of 0 | 3 of 3 | 3 |" in page
     assert "| 3 | run-03/run | complete | 30.00 | 1 | 1.5 |" in page
     assert "Left out (not complete): run-04/run (incomplete" in page
     assert (root / "coverage.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,17 +1,15 @@
-"""Coverage: K default runs back to back; how often does a run's 95% interval hold the median of the K estimates?
+"""Coverage: K default runs back to back; how often does a run's 95% interval hold the server's truth?
 
-An interval is a claim of coverage: 95% of runs' intervals should hold the true value. The true value
-is unknown, so the median of K runs' estimates stands in for it. Each run is a normal default run of
-the core servers (and the ladder), stopped by the driver's own rule (precision target, budget,
---max-pairs). Per server: the median over runs of its diff (us, scaled to each run's own reference
-round trip) and of its ratio (server / dummy, which the scaling does not touch), and in how many runs
-each interval holds that median. Each run's reference round trip is listed, since it moves every us
-diff of its run together.
+An interval is a claim of coverage: 95% of runs' intervals should hold the true value. For a server, the truth of a
+run is the mean ratio of its pairs in the *other* runs (leave one run out, so that a run is never judged against
+itself); for a control (control-spin, control-modes), the diff its processes timed themselves. Each run is a normal
+default run of the chosen servers (by default the hard ones, whose fresh JVMs spread widely or fall into speed
+modes, the core servers and the two controls), stopped by the driver's own rule. Per server: in how many runs each
+interval (the ratio's, and the us one at the run's own reference) holds the truth, how many of its met rows do, and
+its band: its pairs' sd over its target below 1 ("narrow") or at least 1 ("wide").
 
-Targets (reported, never asserted): at least 90% of all (server, run) intervals hold their median, for
-the us diff and for the ratio, and every server's in at least 8 of 10 runs (80% for another K). The
-median is estimated from the same runs, so the runs nearest it cover it by construction and the share
-reads a little high, most with few runs: the targets need at least 10.
+Targets (reported, never asserted): at least 90% of all (server, run) intervals hold their truth, for the us diff
+and for the ratio, and every server's in at least 8 of 10 runs (80% for another K); the targets need at least 10 runs.
 
 `--from DIR` computes the page again from the runs under DIR (every folder with a run.json: made by
 this benchmark in one go, or in pieces and gathered), without measuring.
@@ -34,14 +32,16 @@ TARGET_OVERALL = 0.90
 TARGET_SERVER = 0.80
 #: The targets need at least this many runs.
 RECOMMENDED_RUNS = 10
+#: The hard servers (spread at least their target on some host), the core ones and the controls.
+SERVERS = "rapidoid,ktor-cio,jetty-vt,spring-mvc,helidon,tomcat-nio2," + common.CORE + ",control-spin,control-modes"
 #: The two estimates whose coverage is counted: the us diff and the ratio.
 MEASURES = ("diff", "ratio")
 
 
 def rows(runs: list[RunResult]) -> dict[str, list[dict]]:
     """server -> one entry per run in which it is a valid row with an interval (the dummy baseline left out): the
-    run's number (1-based), its diff (mean, low, high) in ns, its ratio (mean, low, high), its valid pairs, and why it
-    stopped (when the result model says)."""
+    run's number (1-based), its diff (mean, low, high) in ns, its ratio (mean, low, high), its pairs' ratios, the run's
+    reference round trip, its target and whether it met it, its known diff (a control's), and why it stopped."""
     out: dict[str, list[dict]] = {}
     for i, r in enumerate(runs, 1):
         for s in r.ranked:
@@ -52,17 +52,37 @@ def rows(runs: list[RunResult]) -> dict[str, list[dict]]:
             out.setdefault(s.name, []).append({
                 "run": i, "diff_ns": [s.diff.mean, s.diff.ci95_low, s.diff.ci95_high],
                 "ratio": [c.ratio.mean, c.ratio.ci95_low, c.ratio.ci95_high], "pairs": len(c.estimates),
-                "stop": None if stop is None else str(stop)})
+                "ratios": list(c.ratios), "ref_ns": c.ref, "target_ns": s.target, "met": bool(s.target_met),
+                "truth_ns": (s.truth or {}).get("ns"), "stop": None if stop is None else str(stop)})
     return out
 
 
 def server_coverage(entries: list[dict]) -> dict:
-    """One server's runs: per measure, the median of the runs' estimates, and which runs' intervals hold it."""
+    """One server's runs: each run's truth and whether its intervals (ratio, and us at its own reference) hold it. The
+    truth is the pooled mean ratio of the server's pairs in the *other* runs (leave one run out), or for a control its
+    known diff (controls.py). Also: the met rows and how many of them hold it, and the server's band: "wide" when its
+    pairs' sd over all runs is at least its target (both in ratio units), else "narrow"."""
     out: dict = {"runs": len(entries)}
+    truths = []
+    for e in entries:
+        if e["truth_ns"] is not None:
+            truths.append(1 + e["truth_ns"] / e["ref_ns"])
+            continue
+        others = [x for o in entries if o is not e for x in o["ratios"]]
+        truths.append(statistics.fmean(others) if others else None)
     for m, key in zip(MEASURES, ("diff_ns", "ratio"), strict=True):
-        median = statistics.median(e[key][0] for e in entries)
-        missed = [e["run"] for e in entries if not e[key][1] <= median <= e[key][2]]
-        out[m] = {"median": median, "covered": len(entries) - len(missed), "missed_runs": missed}
+        judged = [(e, t if m == "ratio" else (t - 1) * e["ref_ns"]) for e, t in zip(entries, truths, strict=True)
+                  if t is not None]
+        missed = [e["run"] for e, t in judged if not e[key][1] <= t <= e[key][2]]
+        out[m] = {"truth": [t for _, t in judged], "covered": len(judged) - len(missed), "of": len(judged),
+                  "missed_runs": missed}
+    met = [(e, t) for e, t in zip(entries, truths, strict=True) if e["met"] and t is not None]
+    out["met"] = {"rows": len(met), "covered": sum(e["ratio"][1] <= t <= e["ratio"][2] for e, t in met)}
+    pooled = [x for e in entries for x in e["ratios"]]
+    goal = statistics.median(e["target_ns"] / e["ref_ns"] for e in entries if e["target_ns"] is not None) \
+        if any(e["target_ns"] is not None for e in entries) else None
+    out["band"] = "wide" if goal and len(pooled) > 1 and statistics.stdev(pooled) >= goal else "narrow"
+    out["control"] = any(e["truth_ns"] is not None for e in entries)
     out["pairs"] = [min(e["pairs"] for e in entries), max(e["pairs"] for e in entries)]
     stops = [e["stop"] for e in entries if e["stop"] is not None]
     out["stops"] = {why: stops.count(why) for why in sorted(set(stops))} if stops else None
@@ -70,12 +90,17 @@ def server_coverage(entries: list[dict]) -> dict:
 
 
 def coverage(runs: list[RunResult]) -> dict:
-    """Per server and overall: how many runs' intervals hold the median over runs, for the us diff and the ratio."""
+    """Per server and overall: how many runs' intervals hold the truth (server_coverage), for the us diff and the
+    ratio; and of the met rows, overall and per band."""
     servers = {name: server_coverage(entries) for name, entries in rows(runs).items()}
-    overall = {}
+    overall: dict = {}
     for m in MEASURES:
-        covered, total = sum(s[m]["covered"] for s in servers.values()), sum(s["runs"] for s in servers.values())
+        covered, total = sum(s[m]["covered"] for s in servers.values()), sum(s[m]["of"] for s in servers.values())
         overall[m] = {"covered": covered, "of": total, "share": covered / total if total else None}
+    for band in ("narrow", "wide"):
+        met = [s["met"] for s in servers.values() if s["band"] == band]
+        rows_, held = sum(x["rows"] for x in met), sum(x["covered"] for x in met)
+        overall[f"met {band}"] = {"covered": held, "of": rows_, "share": held / rows_ if rows_ else None}
     return {"runs": len(runs), "servers": servers, "overall": overall}
 
 
@@ -92,14 +117,19 @@ def verdicts(cov: dict) -> list[str]:
             continue
         gap = TARGET_OVERALL - o["share"]
         met = "met" if gap <= 1e-12 else f"missed by {gap * 100:.1f} percentage points"
-        out.append(f"Overall, {label}'s intervals hold the median over runs in {o['covered']} of {o['of']} "
+        out.append(f"Overall, {label}'s intervals hold their truth in {o['covered']} of {o['of']} "
                    f"(server, run) rows, {o['share']:.1%}; target at least {TARGET_OVERALL:.0%}: {met}.")
-        short = [f"{name} ({s[m]['covered']} of {s['runs']})" for name, s in cov["servers"].items()
-                 if s[m]["covered"] < TARGET_SERVER * s["runs"] - 1e-9]
+        short = [f"{name} ({s[m]['covered']} of {s[m]['of']})" for name, s in cov["servers"].items()
+                 if s[m]["covered"] < TARGET_SERVER * s[m]["of"] - 1e-9]
         need = f"{math.ceil(TARGET_SERVER * RECOMMENDED_RUNS - 1e-9)} of {RECOMMENDED_RUNS}"
         out.append(f"Every server, {label}: at least {TARGET_SERVER:.0%} of its runs ({need}): "
                    + ("met." if not short else f"missed for {len(short)} server{'s' * (len(short) > 1)}: "
                                               f"{', '.join(short)}."))
+    for band in ("narrow", "wide"):
+        o = cov["overall"][f"met {band}"]
+        if o["of"]:
+            out.append(f"Met rows of the {band} servers (pair sd {'at least' if band == 'wide' else 'below'} their "
+                       f"target): {o['covered']} of {o['of']} hold the truth, {o['share']:.1%}.")
     return out
 
 
@@ -108,15 +138,16 @@ def table(cov: dict) -> tables.Table:
     body = []
     for name, s in cov["servers"].items():
         lo, hi = s["pairs"]
-        row = [name, tables.us(s["diff"]["median"]), f"{s['diff']['covered']} of {s['runs']}",
-               f"{s['ratio']['median']:.4f}", f"{s['ratio']['covered']} of {s['runs']}",
-               str(lo) if lo == hi else f"{lo}-{hi}"]
+        truth = statistics.fmean(s["ratio"]["truth"]) if s["ratio"]["truth"] else None
+        row = [name + (" (control)" if s["control"] else ""), s["band"], "-" if truth is None else f"{truth:.4f}",
+               f"{s['ratio']['covered']} of {s['ratio']['of']}", f"{s['met']['covered']} of {s['met']['rows']}",
+               f"{s['diff']['covered']} of {s['diff']['of']}", str(lo) if lo == hi else f"{lo}-{hi}"]
         if stops:
             row.append(", ".join(f"{why} {n}" for why, n in (s["stops"] or {}).items()) or "-")
         body.append(row)
-    cols = ("server", "median diff [us]", "covered (us)", "median ratio", "covered (ratio)", "pairs per run",
-            *(("stopped because (runs)",) if stops else ()))
-    return cols, body, {1, 2, 3, 4, 5}
+    cols = ("server", "band", "truth (ratio, mean)", "covered (ratio)", "met rows covered", "covered (us)",
+            "pairs per run", *(("stopped because (runs)",) if stops else ()))
+    return cols, body, {2, 3, 4, 5, 6}
 
 
 def _rel(d: Path, out: Path) -> str:
@@ -145,20 +176,21 @@ def plot(entries: dict[str, list[dict]], cov: dict, path: Path) -> Path | None:
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.8 * nrows), squeeze=False)
     for ax, (name, es) in zip(axes.flat, entries.items(), strict=False):
         s = cov["servers"][name]
-        median = s["diff"]["median"] / 1000
         for e in es:
-            mean, low, high = (x / 1000 for x in e["diff_ns"])
-            color = "#3b75af" if low <= median <= high else "#c0504d"
-            ax.errorbar([e["run"]], [mean], yerr=[[mean - low], [high - mean]], fmt="o", color=color, capsize=3)
-        ax.axhline(median, color="black", linewidth=0.8, linestyle="--")
-        ax.set_title(f"{name}: {s['diff']['covered']} of {s['runs']}", fontsize=10)
+            mean, low, high = e["ratio"]
+            missed = e["run"] in s["ratio"]["missed_runs"]
+            ax.errorbar([e["run"]], [mean], yerr=[[mean - low], [high - mean]], fmt="o",
+                        color="#c0504d" if missed else "#3b75af", capsize=3)
+        if s["ratio"]["truth"]:
+            ax.axhline(statistics.fmean(s["ratio"]["truth"]), color="black", linewidth=0.8, linestyle="--")
+        ax.set_title(f"{name}: {s['ratio']['covered']} of {s['ratio']['of']}", fontsize=10)
         ax.set_xticks([e["run"] for e in es])
         ax.set_xlabel("run")
-        ax.set_ylabel("diff [us]")
+        ax.set_ylabel("ratio")
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(entries):]:
         ax.set_visible(False)
-    fig.suptitle("Each run's diff with its 95% interval; dashed: the median over runs; red: the interval misses it")
+    fig.suptitle("Each run's ratio with its 95% interval; dashed: the truth (the other runs' mean); red: it misses")
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -182,11 +214,10 @@ def report(out: Path, built: list[tuple[Path, RunResult]], planned: int | None =
     lines = verdicts(cov)
     png = plot(rows(runs), cov, out / "coverage.png")
     so_far = f" ({len(used)} of {planned} so far)" if planned is not None and len(used) < planned else ""
-    parts = [f"{len(used)} default runs{so_far}, one after the other. For each server, the median of its runs' "
-             "estimates stands in for the true value; a run covers when its 95% interval holds that median. The us "
-             "diffs are scaled to each run's own reference round trip (below), which moves every diff of a run "
-             "together; the ratio (server / dummy) is not scaled. The median comes from the same runs, so the runs "
-             "nearest it cover it by construction: the shares read a little high, most with few runs.",
+    parts = [f"{len(used)} default runs{so_far}, one after the other. For each server and run, the truth is the mean "
+             "ratio of the server's pairs in the other runs (leave one run out), or a control's known diff; a run "
+             "covers when its 95% interval holds it. The us interval is the ratio's at the run's own reference round "
+             "trip (below). Servers are banded by their pairs' spread over their target; met rows are counted apart.",
              "\n".join(f"- {x}" for x in lines), common.md_table(table(cov))]
     if png is not None:
         parts.append("![Each run's interval against the median](coverage.png)")
@@ -208,8 +239,7 @@ def report(out: Path, built: list[tuple[Path, RunResult]], planned: int | None =
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--servers", default=common.CORE, help=f"servers (default {common.CORE}); the ladder comes with "
-                   "every run")
+    p.add_argument("--servers", default=SERVERS, help=f"servers (default {SERVERS}); the ladder comes with every run")
     p.add_argument("--runs", type=int, default=RECOMMENDED_RUNS, metavar="K", help=f"default runs, back to back "
                    f"(default {RECOMMENDED_RUNS}; at least 2, and the targets need {RECOMMENDED_RUNS})")
     p.add_argument("--from", dest="from_dir", type=Path, metavar="DIR", help="measure nothing: compute the page again "
