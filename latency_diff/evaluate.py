@@ -530,7 +530,7 @@ def scaling(r: RunResult) -> Scaling | None:
     does not show is the shift of its mean: g x mean(x) x diff, when its pairs ran while the machine was slower or
     faster than the run's median. The check fails when g is significant (SCALING_ALPHA) and that shift exceeds some
     server's precision target. In the 33 committed runs g is significant in 6 (5 of them positive: a shared VM's
-    slowdowns slow the server's larger working set more than the dummy's, as docs/targets.md found for a busy
+    slowdowns slow the server's larger working set more than the dummy's, as the kit's notebook found for a busy
     neighbouring CPU), and the shift exceeds a target in one, 20261122T234235Z (g = +0.86, Webflux's pairs 16.5%
     faster than the reference: 2.9x its target); 20261122T181033Z comes within 0.05% of it (g = -0.31, p = 0.03,
     Jetty's pairs 16% faster: 1.196 us against 1.197), every other run stays under 0.8x."""

@@ -1,6 +1,6 @@
 """A newcomer's first run: the kit cloned at HEAD, `./scripts/run-all.sh --quick --servers undertow` with an empty HOME.
 
-The target (docs/targets.md): with an empty Maven repository, that command downloads and builds only the dummy, the
+The target: with an empty Maven repository, that command downloads and builds only the dummy, the
 agent and Undertow, and prints its table in at most 3 minutes (ab and the JDK installed). The benchmark clones the
 kit at the commit it runs from (it refuses a work tree with uncommitted changes, which the clone would not have), runs
 the command there with a fresh HOME (no ~/.m2/repository, no Maven wrapper distribution, no pip cache), keeping PATH

@@ -22,7 +22,7 @@ Rounds alternate a default kit run of the same servers (its counting and profili
 touch a measured pair) and an independent measurement, --rounds times, so that a drift of the machine lands
 on both. Per server: each run's ratio and interval, and the kit's pairs against the independent pairs pooled
 over the rounds, with a Welch 95% interval of the difference (the kit's side with the sd its own interval
-used). The target (docs/targets.md): the two agree within that interval for Undertow, Tomcat NIO and Jetty.
+used). The target: the two agree within that interval for Undertow, Tomcat NIO and Jetty.
 
 `--from DIR` computes the page again from DIR's runs, without measuring.
 """

@@ -23,12 +23,14 @@ from pathlib import Path
 from .. import KIT_ROOT, evaluate
 from . import tables
 
-BLOCK = re.compile(r"(<!-- results: (?P<run>[^ ]+)(?: (?P<mode>main|full))? -->\n)(?P<body>.*?)(<!-- /results -->)",
-                   re.S)
+BLOCK = re.compile(r"(<!-- results: (?P<run>[^ ]+)(?: (?P<mode>main|full|brief))? -->\n)(?P<body>.*?)"
+                   r"(<!-- /results -->)", re.S)
 
 
 def render(run_dir: Path, mode: str | None = None, root: Path = KIT_ROOT) -> str:
     r = evaluate.build(run_dir)
+    if mode == "brief":
+        return _brief(r, run_dir, root)
     table = tables.render_md(tables.main_table(r, compact=mode == "main"))
     lines = [f"*{tables.headline(r)}*", "", table, ""]
     if tables.host_speed_line(r):
@@ -46,6 +48,26 @@ def render(run_dir: Path, mode: str | None = None, root: Path = KIT_ROOT) -> str
         for title, t in extra:
             if t is not None and t[1]:
                 lines += [f"**{title}**", "", tables.render_md(t), ""]
+    if r.invalid:
+        lines += ["Not in the table (invalid in this run):", ""]
+        lines += [f"- **{s.name}**: {s.reason}" for s in r.invalid] + [""]
+    return "\n".join(lines)
+
+
+def _brief(r, run_dir: Path, root: Path) -> str:
+    """The README's view: the short table, the host's speed, the method's checks that failed (none, as a rule), the
+    run's warnings and findings counted, and links to the plot and the whole report."""
+    rel = run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir
+    lines = [f"*{tables.headline(r)}*", "", tables.render_md(tables.brief_table(r)), ""]
+    if tables.host_speed_line(r):
+        lines += [tables.host_speed_line(r), ""]
+    controls = [c for c in tables.checks(r) if c.startswith("control ")]
+    lines += [f"- check: {c}" for c in controls]
+    warned = [s.name for s in r.ranked if s.warnings]
+    lines += [f"- † {len(warned)} rows carry {len(tables.all_warnings(r))} warning(s) and {len(tables.findings(r))} "
+              f"finding(s); the [report]({rel}/report.md) lists them with every other table.", ""]
+    if (run_dir / "diffs.png").is_file():
+        lines += [f"![{tables.PLOTS['diffs']}]({rel}/diffs.png)", ""]
     if r.invalid:
         lines += ["Not in the table (invalid in this run):", ""]
         lines += [f"- **{s.name}**: {s.reason}" for s in r.invalid] + [""]

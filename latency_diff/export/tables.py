@@ -111,6 +111,23 @@ def main_table(r: RunResult, *, compact: bool = False) -> Table:
     return tuple(cols), out, set(range(first, len(cols)))
 
 
+def brief_table(r: RunResult) -> Table:
+    """The README's copy: each row's diff with its interval, its ratio, its pairs and why it stopped (met, or why not);
+    a row with a warning or a finding is marked with a dagger, which the report explains."""
+    cols = ("server", "diff [us]", "diff 95% CI [us]", "ratio", "pairs", "stopped")
+    out = []
+    for s in r.ranked:
+        c = s.clients[s.primary]
+        if s.baseline:
+            out.append([_name(s), "0.00", "baseline", "1.000", str(s.diff.n), "-"])
+            continue
+        mark = " †" if s.warnings else ""
+        diff = us(s.diff.mean) + (f" ({s.primary})" if s.primary != r.primary else "") + \
+            (f" {NOT_SIGNIFICANT}" if s.differs_from_previous is False else "")
+        out.append([_name(s) + mark, diff, ci_text(s.diff), f"{c.ratio.mean:.3f}", str(s.diff.n), _stopped(s)])
+    return cols, out, set(range(1, len(cols)))
+
+
 def study_table(r: RunResult) -> Table:
     """The study's own figures (plain means, requests per second) and the tail, from the headline client."""
     rows = []
