@@ -114,10 +114,11 @@ class Schedule:
 
     def min_pairs(self, st: ServerState, settings: Settings) -> int:
         """The pairs a server gets before a look may stop it: --min-pairs, and a first stage of stopping.FIRST_STAGE
-        for a server the kit has not measured (no prior, or the generic one)."""
+        (at most --max-pairs) for a server the kit has not measured (no prior, or the generic one)."""
         known = self.priors.get(st.server.name)
-        return settings.min_pairs if known is not None and known.source != "generic" else \
-            max(settings.min_pairs, stopping.FIRST_STAGE)
+        if known is not None and known.source != "generic":
+            return settings.min_pairs
+        return min(max(settings.min_pairs, stopping.FIRST_STAGE), settings.max_pairs)
 
     def met(self, st: ServerState, settings: Settings) -> bool:
         iv, ref = self.interval(st), self.reference_ns()

@@ -217,10 +217,10 @@ def decide(*, pairs: int, min_pairs: int, max_pairs: int, target_met: bool, fail
     the optimistic projection has not yet given up on."""
     if failed:
         return FAILED
-    if pairs < min_pairs:  # its first pairs, while they cost at most REACH budgets: a dear server stops on its budget
-        return BUDGET if next_pair_s is not None and spent_s + next_pair_s > REACH * budget_s else None
     if pairs >= max_pairs:
         return MAX_PAIRS
+    if pairs < min_pairs:  # its first pairs, while they cost at most REACH budgets: a dear server stops on its budget
+        return BUDGET if next_pair_s is not None and spent_s + next_pair_s > REACH * budget_s else None
     if target_met:
         return MET
     if next_pair_s is None:

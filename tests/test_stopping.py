@@ -138,6 +138,7 @@ def test_one_pair_has_no_interval():
     # Within its budget, out of reach is judged as without borrowing: 12 optimistic pairs cost 120 > 112.5.
     ({"pairs": 3, "target_met": False, "pairs_needed": 12, "limit_s": 150.0}, stopping.OUT_OF_REACH),
     ({"pairs": 40, "target_met": False}, stopping.MAX_PAIRS),
+    ({"pairs": 40, "target_met": False, "min_pairs": 50}, stopping.MAX_PAIRS),  # --max-pairs caps the first pairs
     ({"pairs": 1, "target_met": False, "failed": True}, stopping.FAILED),
 ])
 def test_decide(kw, reason):
@@ -158,6 +159,7 @@ def test_limit_is_the_budget_and_what_may_be_borrowed():
     assert stopping.limit(spent_s=70.0, unspent_s=300.0, borrowed_s=0.0, budget_s=75.0, borrow=0.0) == 75.0
 
 
+@pytest.mark.slow
 # -- coverage by simulation (tests/stopping_sim.py) ------------------------------------------------------
 @pytest.mark.parametrize("family", ["normal", "t3", "mix"])
 def test_coverage_by_simulation(family):
@@ -170,6 +172,7 @@ def test_coverage_by_simulation(family):
     assert at_min >= 0.90
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["normal", "t3", "mix"])
 def test_coverage_with_the_out_of_reach_rule(family):
     # A budget of 5 pairs: a server stops out of reach when even its optimistic sd needs 8 pairs (3 + 5 > 1.5 x 5)
@@ -185,6 +188,7 @@ def test_coverage_with_the_out_of_reach_rule(family):
     assert at_min >= 0.90
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["normal", "t3", "mix"])
 def test_coverage_with_borrowing(family):
     # The same budget of 5 pairs, and up to one budget more borrowed from what the run's stopped servers left unspent:
@@ -244,6 +248,7 @@ def _between_rows(family: str, apart: float, runs: int, seed: int) -> tuple[floa
     return statistics.fmean(called), statistics.fmean(covered), len(called)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["normal", "t3", "mix"])
 def test_rows_with_the_same_mean_are_seldom_called_apart(family):
     # 40 runs of 18 couples: 720 couples a family, both rows of each with the same true ratio.
@@ -253,6 +258,7 @@ def test_rows_with_the_same_mean_are_seldom_called_apart(family):
     assert covered >= 0.95
 
 
+@pytest.mark.slow
 def test_rows_two_targets_apart_are_mostly_told_apart():
     # The width the fixed-width interval costs: with both rows at the target's width after 3 pairs, a Welch interval
     # is about 0.9 targets wide (hand-worked: t(4) x sqrt(2) / t(2) = 2.776 x 1.414 / 4.303 = 0.91), so rows one
