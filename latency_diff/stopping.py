@@ -219,8 +219,10 @@ def decide(*, pairs: int, min_pairs: int, max_pairs: int, target_met: bool, fail
         return FAILED
     if pairs >= max_pairs:
         return MAX_PAIRS
-    if pairs < min_pairs:  # its first pairs, while they cost at most REACH budgets: a dear server stops on its budget
-        return BUDGET if next_pair_s is not None and spent_s + next_pair_s > REACH * budget_s else None
+    if pairs < min_pairs:  # its first pairs, while they cost at most REACH budgets (a profile without a budget, such
+        # as --quick's 0, takes them all): a dear server stops on its budget
+        return BUDGET if budget_s > 0 and next_pair_s is not None and spent_s + next_pair_s > REACH * budget_s \
+            else None
     if target_met:
         return MET
     if next_pair_s is None:

@@ -126,6 +126,7 @@ def test_one_pair_has_no_interval():
     ({"pairs": 2, "target_met": False, "spent_s": 105.0}, stopping.BUDGET),
     ({"pairs": 1, "target_met": False, "spent_s": 100.0, "next_pair_s": 13.0}, stopping.BUDGET),
     ({"pairs": 1, "target_met": False, "spent_s": 100.0, "next_pair_s": 12.5}, None),  # 112.5: not over
+    ({"pairs": 1, "target_met": False, "budget_s": 0.0}, None),  # no budget (--quick): its --min-pairs all
     # More pairs than --max-pairs allows: out of reach whatever they cost.
     ({"pairs": 3, "target_met": False, "pairs_needed": 41, "next_pair_s": 0.1}, stopping.OUT_OF_REACH),
     # Borrowing: past its budget (70 + 10 > 75), a limit of 100 s (25 borrowed) lets it go on while the pairs it needs
