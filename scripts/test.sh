@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The one test command: sets up what it needs, then Java tests, lint, and pytest (unit, conformance
-# of every server, end to end). Ends with one PASSED or FAILED line.
+# The one test command, in two tiers: the fast one by default, every test with --full (what CI runs).
+# Sets up what it needs, then builds, lints and runs pytest. Ends with one PASSED or FAILED line.
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -8,15 +8,19 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<'USAGE'
-Usage: ./scripts/test.sh [PYTEST ARGS...]
+Usage: ./scripts/test.sh [--full] [PYTEST ARGS...]
 
-Finds a JDK 21+, ab, a C compiler, ShellCheck, Chromium and Python 3.11+ (installing what it
-can), builds every module and runs the Java unit tests (Maven wrapper), compiles the lean client
-and the floor, lints the Python, shell and Dockerfile, then runs pytest: the ab and lean-client
-parsers, histogram and statistics on known inputs, the paired statistics and the result model on
-synthetic runs, the agent, the plots and report.html (rendered in headless Chromium), the
-conformance checker and hostile clients against every server, and end-to-end runs of run-all.sh.
-Extra arguments go to pytest, e.g. -k conformance.
+The fast tier (default, a few minutes with the build present): finds a JDK 21+, ab, a C compiler,
+ShellCheck and Python 3.11+ (installing what it can), builds only the jars and native programs
+whose sources changed, lints the Python, shell and Dockerfile, then runs pytest without the tests
+marked slow: every unit, parser, statistics and model test, the conformance and hostile-client
+tests of a few representative servers (dummy, floor, undertow, tomcat-nio, micronaut,
+control-spin) and of every server whose folder has uncommitted changes, and one end-to-end run.
+
+--full (what CI runs): builds every module with the Java unit tests (Maven verify) and the native
+programs anew, installs Chromium for the report test, and runs every test: every server's
+conformance and hostile clients, every end-to-end run, the simulations and the replay of the
+committed runs. Extra arguments go to pytest, e.g. -k abparse; --lf reruns the last failures.
 USAGE
 }
 
@@ -33,28 +37,38 @@ verdict() {
 
 main() {
   if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then usage; exit 0; fi
+  local full=0
+  if [[ "${1:-}" == "--full" ]]; then full=1; shift; fi
   cd "$KIT_ROOT"
   trap verdict EXIT
-  local status=0
+  local status=0 marks=()
   find_jdk
   ensure_ab
   ensure_taskset
   ensure_shellcheck
   ensure_node
-  ensure_chromium
   ensure_venv test
   ensure_perf
   ensure_async_profiler
-  build_jars verify
-  build_native force
+  if ((full)); then
+    ensure_chromium
+    build_jars verify
+    build_native force
+  else
+    build_jars
+    build_native
+    marks=(-m "not slow")
+    # tests/conftest.py: conformance of the representative servers and of those with uncommitted changes only.
+    export LATENCY_DIFF_FAST_TIER=1
+  fi
   info "lint: ruff"
   "${VENV}/bin/ruff" check latency_diff tests scripts/analyze.py || status=1
   info "lint: hadolint"
   "${VENV}/bin/hadolint" Dockerfile || status=1
   info "lint: shellcheck"
   shellcheck scripts/*.sh .ci/run || status=1
-  info "pytest"
-  "$PYTHON" -m pytest -q -p no:cacheprovider tests "$@" || status=1
+  info "pytest ($( ((full)) && echo "every test" || echo "the fast tier; --full for every test"))"
+  "$PYTHON" -m pytest -q "${marks[@]}" tests "$@" || status=1
   return "$status"
 }
 

@@ -98,3 +98,36 @@ def misbehaving():
     for p in procs:
         p.kill()
         p.wait()
+
+
+#: The servers whose conformance and hostile-client tests the fast tier runs (the full tier runs every server's): the
+#: baseline, the C floor, an event loop, a thread pool, a framework on Netty and a control.
+REPRESENTATIVE = {"dummy", "floor", "undertow", "tomcat-nio", "micronaut", "control-spin"}
+
+
+def _changed_servers() -> set[str] | None:
+    """Servers whose module has uncommitted changes (None: every one, when common/ or the root pom.xml changed, or
+    git cannot say)."""
+    from latency_diff.servers import discover
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--", "servers", "dummy-server", "native", "common",
+                              "pom.xml"], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    paths = [line[3:].strip() for line in out.splitlines() if line.strip()]
+    if any(p.startswith(("common", "pom.xml")) for p in paths):
+        return None
+    return {s.name for s in discover() for p in paths
+            if (ROOT / p).resolve().is_relative_to(s.module_dir.resolve())}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Per-server tests of the servers other than the representative ones and those changed are slow: the full tier
+    runs them, the fast one (./scripts/test.sh) leaves them out."""
+    changed = _changed_servers()
+    wanted = None if changed is None else REPRESENTATIVE | changed
+    for item in items:
+        server = getattr(getattr(item, "callspec", None), "params", {}).get("server")
+        name = getattr(server, "name", server)
+        if wanted is not None and isinstance(name, str) and name not in wanted:
+            item.add_marker(pytest.mark.slow)

@@ -84,6 +84,7 @@ def strings(x) -> list[str]:
     return []
 
 
+@pytest.mark.slow
 def test_quick_run_measures_every_server(tmp_path):
     port = free_port()
     proc = run_all("--quick", "--results-dir", str(tmp_path), "--port", str(port))
@@ -165,6 +166,7 @@ def test_a_quick_head_to_head_run_measures_b_against_a(tmp_path):
     assert nothing_left(port)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pinning, client", [("split", "ab"), ("none", "lean")])
 def test_pinning_modes_and_single_clients_are_recorded(tmp_path, pinning, client):
     proc = run_all("--quick", "--servers", "undertow", "--pinning", pinning, "--client", client,
@@ -185,6 +187,7 @@ def test_pinning_modes_and_single_clients_are_recorded(tmp_path, pinning, client
     assert (run_dir / "percentiles.png").exists() == (client == "lean")
 
 
+@pytest.mark.slow
 def test_without_the_agent_a_java_server_has_no_jvm_counters(tmp_path):
     port = free_port()
     proc = run_all("--quick", "--servers", "undertow", "--agent", "off", "--results-dir", str(tmp_path),
@@ -236,6 +239,7 @@ def test_pin_threads_pins_threads_that_other_threads_start_meanwhile():
         proc.wait()
 
 
+@pytest.mark.slow
 def test_http11_runs_every_server_with_the_lean_client_only(tmp_path):
     proc = run_all("--quick", "--servers", "undertow", "--http", "1.1", "--check-segments", "1",
                    "--results-dir", str(tmp_path), "--port", str(free_port()))
@@ -254,6 +258,7 @@ def test_http11_runs_every_server_with_the_lean_client_only(tmp_path):
     assert run["requests"]["1.1"].startswith("GET / HTTP/1.1\r\nHost: 127.0.0.1:")
 
 
+@pytest.mark.slow
 def test_a_run_counts_and_profiles_each_server_after_its_first_pair(tmp_path):
     proc = run_all("--quick", "--servers", "undertow,floor", "--min-pairs", "2", "--max-pairs", "2",
                    "--count-requests", "2048", "--profile-requests", "4096",
@@ -326,6 +331,7 @@ def client_running(pattern: str) -> bool:
     return any("native/build/lean" in line for line in out.splitlines())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, phase, server", [
     (signal.SIGINT, "measure", "null"),
     (signal.SIGTERM, "measure", "null"),
@@ -419,6 +425,7 @@ def _run(s):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, reason", [
     ("crash-after-3000", "faulty exited with status 3 during the measurement"),
     ("hang-after-3000", "no response within 10000 ms"),
@@ -437,6 +444,7 @@ def test_a_server_that_crashes_or_hangs_mid_run_is_recorded_and_the_run_goes_on(
     assert nothing_left(s.port)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pinning", ["none", "shared"])
 def test_the_run_rotates_the_servers_and_measures_each_pair_interleaved_then_in_abba_blocks(tmp_path, pinning):
     """What the driver ran, in the order it ran it (the blocks file's order), not what it planned; with a preparing

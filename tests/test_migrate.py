@@ -80,6 +80,7 @@ def test_a_run_whose_numbers_would_change_is_left_as_it_was(tmp_path):
 COMMITTED = sorted(p.parent for p in (KIT_ROOT / "results").rglob("run.json"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run_dir", COMMITTED, ids=[str(p.relative_to(KIT_ROOT / "results")) for p in COMMITTED])
 def test_every_committed_run_is_of_the_current_layout(run_dir):
     """Every committed run reads and evaluates with today's analysis, in a few files. Its summary.json is the record

@@ -64,6 +64,7 @@ def test_the_page_is_self_contained(page):
     assert text.count("<div class=\"plot\"><svg") == 2 and text.count("<table") >= 4
 
 
+@pytest.mark.slow  # Chromium: the full tier installs it
 def test_chromium_lays_out_the_tables_and_both_plots(tmp_path, page):
     dom = _browser(tmp_path, "--dump-dom", page.as_uri()).stdout
     got = _rendered(dom)
@@ -72,12 +73,14 @@ def test_chromium_lays_out_the_tables_and_both_plots(tmp_path, page):
     assert _main_rows(dom) == ["dummy (baseline)", "vertx", "undertow", "jetty"]  # ranked by the scaled diff
 
 
+@pytest.mark.slow  # Chromium: the full tier installs it
 def test_sorting_by_a_column_reorders_the_rows(tmp_path, page):
     # Column 0 is the server's name: ascending by name.
     dom = _browser(tmp_path, "--dump-dom", page.as_uri() + "#sort=0").stdout
     assert _main_rows(dom) == ["dummy (baseline)", "jetty", "undertow", "vertx"]
 
 
+@pytest.mark.slow  # Chromium: the full tier installs it
 def test_the_screenshot_shows_a_page_not_a_blank(tmp_path, page):
     shot = tmp_path / "shot.png"
     _browser(tmp_path, f"--screenshot={shot}", page.as_uri())

@@ -13,6 +13,7 @@ KNOWN = {s.name: s for s in discover()}
 JAVA_HOME = os.environ.get("JAVA_HOME") or str(Path(os.path.realpath("/usr/bin/java")).parent.parent)
 
 
+@pytest.mark.slow
 def test_a_release_variant_builds_its_module_into_a_folder_of_its_own():
     v = variants.parse("undertow@1.0.15.Final", KNOWN)
     assert (v.name, v.display, v.wire_name) == ("undertow@1.0.15.Final", "Undertow (1.0.15.Final)", "undertow")
@@ -96,6 +97,7 @@ def test_head_to_head_puts_a_in_the_dummys_place(monkeypatch):
             settings.resolve(settings.build_parser("").parse_args(argv))
 
 
+@pytest.mark.slow
 def test_a_release_that_does_not_resolve_stops_the_build_with_one_line_naming_it(tmp_path):
     # Maven Central answers 404 for this version: the build fails before anything is measured, and the last line
     # names the variant's build.
