@@ -7,7 +7,7 @@
     pinning     precision per minute of shared, split and no pinning
     repeat      reproducibility: two runs back to back
     matrix      one server against itself across JDKs, library releases or settings (jdks, releases, settings)
-    coverage    K default runs: how often each run's 95% interval holds the median over runs (us diff and ratio)
+    coverage    K default runs: how often each run's 95% interval holds the truth (other runs' mean, a control's)
     sensitivity each choice of the method (run length, warm-up, JIT wait, ...) against the default, by ratio
     windows     what counting and profiling cost: the same pairs with their windows and without
     independent the kit's ratio against a measurement made apart from it (own client, statistics, processes)
