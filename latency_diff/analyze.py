@@ -21,7 +21,7 @@ when the runs' headline clients differ (client column). Notes name every setting
 machine that differs (JDK, JVM flags, run length, pinning, CPU, kernel, kit commit, ...), every
 server valid in one run only (with why), and every server that could not be compared (with why).
 --html FILE also writes the comparison as a page. Both runs must be of the current format
-(latency-diff/run/4; python3 -m latency_diff.migrate converts a run of /3); a run of the earlier
+(latency-diff/run/4); a run of an earlier
 single-server format is refused with a message saying so (one error line, exit status 1). Exit
 status: 0; 1 on an unreadable run; RUN_DIR: 3 when the run is incomplete (compare says so in a note).
 

@@ -10,7 +10,7 @@ History of the format (run.json's "format"):
 - latency-diff/run/1 and /2: one server at a time, trials in fresh processes (the single-server
   design); no longer read.
 - latency-diff/run/3: process pairs measured in ABBA quads of blocks, one file per block, a pair's
-  record naming its block files; `latency_diff.migrate` turns such a run into /4.
+  record naming its block files; no longer read (fe56ca45's latency_diff/migrate.py converted them to /4).
 - latency-diff/run/4: these records; blocks in one gzip file, logs in another, settings,
   environment and server metadata once, in run.json.
 """

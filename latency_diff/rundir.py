@@ -283,7 +283,7 @@ def load(run_dir: Path) -> RunFiles:
     fmt = run.get("format")
     if fmt in OLD_FORMATS:
         raise RunDirError(f"{path}: format {fmt} is a run of {OLD_FORMATS[fmt]}; this analysis reads {RUN_FORMAT}"
-                          + (" (convert it with: python3 -m latency_diff.migrate RUN_DIR)"
+                          + (" (git show fe56ca45:latency_diff/migrate.py converted those)"
                              if fmt == "latency-diff/run/3" else ""))
     if fmt != RUN_FORMAT:
         raise RunDirError(f"{path}: field 'format' is {fmt!r}, this analysis reads {RUN_FORMAT}")

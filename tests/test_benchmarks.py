@@ -1,6 +1,5 @@
 """The method's benchmarks: the injectors' patterns and bounds, and each benchmark's verdict on known inputs."""
 
-import json
 import os
 import random
 import subprocess
@@ -11,7 +10,7 @@ import pytest
 from runs import make_paired_run
 
 from latency_diff import KIT_ROOT, evaluate, injector
-from latency_diff.bench import common, design, interleave, lend, matrix, robustness, warmup, windows
+from latency_diff.bench import common, interleave, lend, matrix, robustness, warmup, windows
 from latency_diff.bench.__main__ import main as bench_main
 
 
@@ -97,21 +96,9 @@ def test_robustness_verdict(tmp_path):
     assert rows[0][3] == "NO" and data["undertow"]["ok"] is False
 
 
-def test_equal_time_and_the_design_comparison(tmp_path):
+def test_equal_time_comparison():
     # An interval twice as wide in 4 minutes against 1 minute: at equal time 2 x sqrt(4) = 4x as wide.
     assert common.narrower_at_equal_time(2.0, 4.0, 1.0, 1.0) == pytest.approx(4.0)
-    old_run = tmp_path / "old"
-    old_run.mkdir()
-    (old_run / "summary.json").write_text(json.dumps({"servers": [
-        {"name": "dummy", "valid": True, "baseline": True, "diff_ns": {"mean": 0, "ci95_low": 0, "ci95_high": 0}},
-        {"name": "jetty", "valid": True, "diff_ns": {"mean": 21_000, "ci95_low": 11_000, "ci95_high": 31_000}},
-        {"name": "jdk", "valid": False, "diff_ns": None}]}))
-    old = design.old_widths(old_run)
-    assert old == {"jetty": (21_000, 10_000)}
-    result = design.compare(old, 9.0, {"jetty": (17_000, 1_000), "vertx": (2_000, 100)}, 4.0)
-    # 10,000 x sqrt(9) / (1,000 x sqrt(4)) = 15x.
-    assert result["servers"]["jetty"]["narrower_at_equal_time"] == pytest.approx(15.0)
-    assert result["median"] == pytest.approx(15.0) and set(result["servers"]) == {"jetty"}
 
 
 def test_interleave_summary_per_run_length():

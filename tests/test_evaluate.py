@@ -222,7 +222,7 @@ def test_frameworks_show_what_they_add_over_their_server(tmp_path):
 
 
 @pytest.mark.parametrize("fmt, message", [("latency-diff/run/2", "single-server design"),
-                                          ("latency-diff/run/3", "python3 -m latency_diff.migrate RUN_DIR")])
+                                          ("latency-diff/run/3", "fe56ca45:latency_diff/migrate.py converted those")])
 def test_old_format_runs_are_refused_with_a_reason(tmp_path, fmt, message):
     run = tmp_path / "old"
     run.mkdir()

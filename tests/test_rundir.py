@@ -6,7 +6,7 @@ import lzma
 
 import pytest
 
-from latency_diff import rundir
+from latency_diff import KIT_ROOT, evaluate, rundir
 from latency_diff.records import BlockRecord, PairRecord, ProcessRecord, WarmupRound
 
 
@@ -78,3 +78,16 @@ def test_a_malformed_block_record_is_an_error_naming_the_line(tmp_path, line, me
     with pytest.raises(rundir.RunDirError, match=r"blocks.jsonl.gz: line 1: .*" + message.replace("(", r"\(")
                        .replace(")", r"\)")):
         rundir.load(d)
+
+
+COMMITTED = sorted(p.parent for p in (KIT_ROOT / "results").rglob("run.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run_dir", COMMITTED, ids=[str(p.relative_to(KIT_ROOT / "results")) for p in COMMITTED])
+def test_every_committed_run_is_of_the_current_layout(run_dir):
+    """Every committed run reads and evaluates with today's analysis, in a few files. Its summary.json is the record
+    of the analysis it was made with, not an oracle: a change of the analysis does not rewrite committed runs."""
+    r = evaluate.build(run_dir)
+    assert r.servers and json.loads((run_dir / "summary.json").read_text())["run_id"] == r.run_id
+    assert len(list(run_dir.iterdir())) <= 12

@@ -1,11 +1,9 @@
 """The kit's benchmarks of its own method: one entry point, `scripts/bench.sh NAME` (python3 -m latency_diff.bench).
 
     robustness  quiet against the stall and drift injectors: diffs agree, intervals at most 1.5x as wide
-    design      precision per minute against an earlier commit's design, quiet and under each injector
     interleave  how finely to interleave: the run length's effect on precision per minute and on the diff
     warmup      a pair's preparation: warm-up length, the JIT wait, preparing ahead; time and diffs
     pinning     precision per minute of shared, split and no pinning
-    repeat      reproducibility: two runs back to back
     matrix      one server against itself across JDKs, library releases or settings (jdks, releases, settings)
     coverage    K default runs: how often each run's 95% interval holds the truth (other runs' mean, a control's)
     sensitivity each choice of the method (run length, warm-up, JIT wait, ...) against the default, by ratio

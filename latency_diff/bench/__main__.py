@@ -9,22 +9,20 @@ from pathlib import Path
 from .. import KIT_ROOT
 from . import (
     coverage,
-    design,
     firstrun,
     independent,
     interleave,
     lend,
     matrix,
     pinning,
-    repeat,
     robustness,
     sensitivity,
     warmup,
     windows,
 )
 
-BENCHMARKS = {"robustness": robustness, "design": design, "interleave": interleave, "warmup": warmup,
-              "pinning": pinning, "repeat": repeat, "matrix": matrix, "coverage": coverage,
+BENCHMARKS = {"robustness": robustness, "interleave": interleave, "warmup": warmup,
+              "pinning": pinning, "matrix": matrix, "coverage": coverage,
               "sensitivity": sensitivity, "windows": windows, "independent": independent,
               "firstrun": firstrun, "lend": lend}
 
