@@ -103,22 +103,39 @@ def misbehaving():
 #: The servers whose conformance and hostile-client tests the fast tier runs (the full tier runs every server's): the
 #: baseline, the C floor, an event loop, a thread pool, a framework on Netty and a control.
 REPRESENTATIVE = {"dummy", "floor", "undertow", "tomcat-nio", "micronaut", "control-spin"}
+#: Paths every server is built from: a change there puts every server in the fast tier.
+SHARED = ("common/", "pom.xml")
+
+
+def _git_paths(*args: str) -> list[str]:
+    """The paths a git command lists with -z, relative to the kit."""
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True).stdout
+    return [p for p in out.split("\0") if p]
+
+
+def _changed_paths() -> list[str] | None:
+    """Paths changed in the working tree (untracked ones too), and since the main branch's upstream when it has one
+    (the commits of a branch not yet merged); None when git cannot say (not a checkout)."""
+    try:
+        paths = _git_paths("diff", "--name-only", "--no-renames", "--relative", "-z", "HEAD")
+        paths += _git_paths("ls-files", "--others", "--exclude-standard", "-z")
+        upstream = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "main@{upstream}"], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=30)
+        if upstream.returncode == 0:
+            paths += _git_paths("diff", "--name-only", "--no-renames", "--relative", "-z",
+                                "main@{upstream}...HEAD")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return paths
 
 
 def _changed_servers() -> set[str] | None:
-    """Servers whose module has uncommitted changes (None: every one, when common/ or the root pom.xml changed, or
-    git cannot say)."""
+    """Servers whose folder changed (None: every one, when common/ or the root pom.xml changed, or git cannot say)."""
     from latency_diff.servers import discover
-    try:
-        out = subprocess.run(["git", "status", "--porcelain", "--", "servers", "dummy-server", "native", "common",
-                              "pom.xml"], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
+    paths = _changed_paths()
+    if paths is None or any(p.startswith(SHARED) for p in paths):
         return None
-    paths = [line[3:].strip() for line in out.splitlines() if line.strip()]
-    if any(p.startswith(("common", "pom.xml")) for p in paths):
-        return None
-    return {s.name for s in discover() for p in paths
-            if (ROOT / p).resolve().is_relative_to(s.module_dir.resolve())}
+    return {s.name for s in discover() for p in paths if (ROOT / p).is_relative_to(s.module_dir)}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -131,3 +148,12 @@ def pytest_collection_modifyitems(config, items):
         name = getattr(server, "name", server)
         if wanted is not None and isinstance(name, str) and name not in wanted:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    """Under -m "not slow" (the fast tier), the servers whose per-server tests run, so that a reader sees the choice."""
+    if "not slow" not in (config.option.markexpr or ""):
+        return None
+    names = sorted({getattr(item.callspec.params["server"], "name", "") for item in items
+                    if "server" in getattr(getattr(item, "callspec", None), "params", {})} - {""})
+    return f"per-server tests of {', '.join(names) or 'no server'} (every server's: ./scripts/test.sh --full)"
