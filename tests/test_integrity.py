@@ -279,6 +279,7 @@ def test_a_row_measured_by_another_client_than_the_headline_is_marked(tmp_path):
 
 
 
+@pytest.mark.slow  # evaluates a whole committed run (about 6-11 s)
 def test_a_server_that_met_its_target_only_when_it_stopped_says_so():
     # Run 20261127T065100Z: Jetty 12.1 stopped as met (±1.04 us judged then), and the run's final reference and spread
     # between JVMs put it over (±1.05 against ±1.04); Undertow met both times.
