@@ -10,17 +10,21 @@ usage() {
   cat <<'USAGE'
 Usage: ./scripts/test.sh [--full] [PYTEST ARGS...]
 
-The fast tier (default, a few minutes with the build present): finds a JDK 21+, ab, a C compiler,
-ShellCheck and Python 3.11+ (installing what it can), builds only the jars and native programs
-whose sources changed, lints the Python, shell and Dockerfile, then runs pytest without the tests
-marked slow: every unit, parser, statistics and model test, the conformance and hostile-client
+The fast tier (default; under 3 minutes on a 2-core host with the build present): finds a JDK 21+,
+ab, a C compiler, ShellCheck and Python 3.11+ (installing what it can), builds only the jars and
+native programs whose sources changed, lints the Python, shell and Dockerfile, then runs pytest
+-m "not slow": every unit, parser, statistics and model test, the conformance and hostile-client
 tests of a few representative servers (dummy, floor, undertow, tomcat-nio, micronaut,
-control-spin) and of every server whose folder has uncommitted changes, and one end-to-end run.
+control-spin) and of every server whose folder changed (uncommitted, or since the upstream of the
+main branch; every server when common/ or the root pom.xml changed), and one end-to-end run.
 
---full (what CI runs): builds every module with the Java unit tests (Maven verify) and the native
-programs anew, installs Chromium for the report test, and runs every test: every server's
-conformance and hostile clients, every end-to-end run, the simulations and the replay of the
-committed runs. Extra arguments go to pytest, e.g. -k abparse; --lf reruns the last failures.
+--full (what CI runs; about 20 minutes): builds every module with the Java unit tests (Maven
+verify) and the native programs anew, installs Chromium for the report tests, and runs every test:
+every server's conformance and hostile clients, every end-to-end run, the simulations and the
+replays of committed runs.
+
+Extra arguments go to pytest, e.g. -k abparse (the build is then only what changed, if anything),
+--lf (the last failures), or -m slow (the full tier's extra tests, without its build).
 USAGE
 }
 
@@ -57,9 +61,8 @@ main() {
   else
     build_jars
     build_native
+    # tests/conftest.py marks the per-server tests of the servers left out (not representative, not changed) slow.
     marks=(-m "not slow")
-    # tests/conftest.py: conformance of the representative servers and of those with uncommitted changes only.
-    export LATENCY_DIFF_FAST_TIER=1
   fi
   info "lint: ruff"
   "${VENV}/bin/ruff" check latency_diff tests scripts/analyze.py || status=1
