@@ -32,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import conformance, envinfo, pair, prior, rundir, windows
+from . import KIT_ROOT, conformance, envinfo, pair, prior, rundir, windows
 from .clients import Clients
 from .lanes import Lane
 from .model import NULL_PAIR
@@ -127,8 +127,8 @@ class Run:
         self.env = envinfo.collect(java)
         # What the kit knows of each server's spread on this kind of host (its earlier runs), or the shipped prior.
         self.schedule.priors = prior.for_servers([st.server.name for st in self.schedule.states],
-                                                 self.settings.results_dir, self.settings.to_dict(), self.env,
-                                                 leave_out=self.dir.name)
+                                                 [self.settings.results_dir, KIT_ROOT / "results"],
+                                                 self.settings.to_dict(), self.env, leave_out=self.dir.name)
         self.servers_meta = [s.to_dict() for s in [self.dummy] + [st.server for st in self.schedule.states]]
 
     def ensure_space(self) -> None:

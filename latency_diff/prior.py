@@ -106,11 +106,26 @@ def run_ratios(summary: dict) -> dict[str, list[float]]:
     return out
 
 
-def history(results: Path, settings: dict, env: dict, leave_out: str | None = None) -> dict[str, list[list[float]]]:
+def history(results: Path | Sequence[Path], settings: dict, env: dict,
+            leave_out: str | None = None) -> dict[str, list[list[float]]]:
     """Per server, the pairs' ratios of each earlier run like this one: the runs kept in the history files under
-    `results` (remember()) and the analyzed runs there (a benchmark's runs one folder deeper count too), each run
-    once, leaving out the run named leave_out."""
+    `results` (one folder or several: a run's own results folder and the kit's; remember()) and the analyzed runs
+    there (a benchmark's runs one folder deeper count too), each run once, leaving out the run named leave_out."""
     key = list(host_key(settings, env))
+    runs: dict[str, dict[str, list[float]]] = {}
+    for folder in dict.fromkeys(Path(r).resolve() for r in ([results] if isinstance(results, Path) else results)):
+        for run, servers in _runs(folder, key).items():
+            runs.setdefault(run, servers)
+    out: dict[str, list[list[float]]] = {}
+    for run, servers in sorted(runs.items()):
+        if run != leave_out:
+            for name, ratios in servers.items():
+                out.setdefault(name, []).append(ratios)
+    return out
+
+
+def _runs(results: Path, key: list) -> dict[str, dict[str, list[float]]]:
+    """The runs of one results folder with this host key: run id -> server -> pair ratios."""
     runs: dict[str, dict[str, list[float]]] = {}
     for path in sorted([*results.glob(HISTORY), *results.glob(f"*/{HISTORY}")]):
         for line in path.read_text().splitlines():
@@ -127,12 +142,7 @@ def history(results: Path, settings: dict, env: dict, leave_out: str | None = No
         if summary.get("settings", {}).get("profile") != "quick" and \
                 list(host_key(summary.get("settings", {}), summary.get("env", {}))) == key:
             runs[path.parent.name] = run_ratios(summary)
-    out: dict[str, list[list[float]]] = {}
-    for run, servers in sorted(runs.items()):
-        if run != leave_out:
-            for name, ratios in servers.items():
-                out.setdefault(name, []).append(ratios)
-    return out
+    return runs
 
 
 def remember(run_dir: Path, summary: dict) -> None:
@@ -192,7 +202,7 @@ def modes(values: Sequence[float]) -> Modes | None:
     return Modes(fast=statistics.fmean(lo), slow=statistics.fmean(hi), slow_share=len(hi) / n, pairs=n)
 
 
-def for_servers(names: Iterable[str], results: Path, settings: dict, env: dict,
+def for_servers(names: Iterable[str], results: Path | Sequence[Path], settings: dict, env: dict,
                 leave_out: str | None = None) -> dict[str, Prior]:
     """Per named server, its prior: from its history on this kind of host, else the shipped one, else the generic one
     (none without a shipped prior)."""

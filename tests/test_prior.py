@@ -52,6 +52,11 @@ def test_history_keeps_runs_of_this_kind_of_host_and_outlives_their_folders(tmp_
     assert prior.history(tmp_path, SETTINGS, ENV) == {"x": [[1.5, 1.6], [1.7, 1.8]]}
     assert prior.history(tmp_path, SETTINGS, ENV, leave_out="r2") == {"x": [[1.5, 1.6]]}
     assert prior.history(tmp_path, {**SETTINGS, "warmup": 100000}, ENV) == {}  # other settings: another history
+    # A benchmark's own results folder and the kit's: each run once.
+    other = tmp_path / "bench"
+    (other / "r4").mkdir(parents=True)
+    (other / "r4" / "summary.json").write_text(json.dumps(summary([1.9, 2.0])))
+    assert prior.history([other, tmp_path, tmp_path], SETTINGS, ENV) == {"x": [[1.5, 1.6], [1.7, 1.8], [1.9, 2.0]]}
     prior.remember(tmp_path / "r1", summary([1.5, 1.6]))  # analyzed again: still one line
     assert len((tmp_path / prior.HISTORY).read_text().splitlines()) == 1
 

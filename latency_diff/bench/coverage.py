@@ -220,7 +220,7 @@ def report(out: Path, built: list[tuple[Path, RunResult]], planned: int | None =
              "trip (below). Servers are banded by their pairs' spread over their target; met rows are counted apart.",
              "\n".join(f"- {x}" for x in lines), common.md_table(table(cov))]
     if png is not None:
-        parts.append("![Each run's interval against the median](coverage.png)")
+        parts.append("![Each run's interval against its truth](coverage.png)")
     parts += ["## The runs", common.md_table(run_table(used, out))]
     if left_out:
         parts.append("Left out (not complete): " + ", ".join(
@@ -234,7 +234,7 @@ def report(out: Path, built: list[tuple[Path, RunResult]], planned: int | None =
                           "ref_ns": r.ref.get(r.primary), "seconds": r.seconds} for d, r in used],
             "left_out": [{"folder": _rel(d, out), "status": r.status,
                           "reason": r.reason} for d, r in left_out]}
-    common.write(out, "coverage", "Coverage: does each run's interval hold the median of the runs?", parts, data)
+    common.write(out, "coverage", "Coverage: does each run's interval hold the server's truth?", parts, data)
     return data
 
 
