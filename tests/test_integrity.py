@@ -290,3 +290,11 @@ def test_a_server_that_met_its_target_only_when_it_stopped_says_so():
         cols, rows, _ = table(r)
         stopped = {row[0]: row[cols.index("stopped")] for row in rows}
         assert stopped["jetty"] == tables.MET_THEN and stopped["undertow"] == "met"
+
+
+def test_a_measured_pair_that_yields_no_unit_makes_its_server_invalid(tmp_path):
+    # Pair 2's interleaved run has no segment: nothing to count, so it is a failed pair, never silently left out.
+    r = evaluate.build(make_paired_run(tmp_path, {"undertow": [PAIRS3[0], {"segments": []}, PAIRS3[2]]}))
+    u = server(r, "undertow")
+    assert not u.valid
+    assert u.reason == "pair 2: the pair yielded no complete unit (no ABBA quad or segment of both processes)"
