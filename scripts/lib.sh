@@ -270,12 +270,13 @@ build_jars() {
     fi
   done
   if [[ "$goal" == verify ]]; then
-    reason="every module, with the Java tests"
+    info "building every module with the Maven wrapper (verify, with the Java tests)"
   elif (( ${#stale[@]} == 0 )); then
     info "jars are up to date"
     return 0
+  else
+    info "building ${#stale[@]} module(s) with the Maven wrapper (${clean:+clean }${goal}: ${reason})"
   fi
-  info "building ${#stale[@]} module(s) with the Maven wrapper (${clean:+clean }${goal}: ${reason})"
   # Maven 3.9's Guice calls sun.misc.Unsafe, which JDK 24+ warns about on every build; JDK 23+ takes
   # this option to allow it quietly (older JDKs do not know it, and do not warn).
   if (( ${JAVA_MAJOR:-0} >= 23 )); then
