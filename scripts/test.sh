@@ -18,10 +18,10 @@ tests of a few representative servers (dummy, floor, undertow, tomcat-nio, micro
 control-spin) and of every server whose folder changed (uncommitted, or since the upstream of the
 main branch; every server when common/ or the root pom.xml changed), and one end-to-end run.
 
---full (what CI runs; about 20 minutes): builds every module with the Java unit tests (Maven
-verify) and the native programs anew, installs Chromium for the report tests, and runs every test:
-every server's conformance and hostile clients, every end-to-end run, the simulations and the
-replays of committed runs.
+--full (what CI runs; about 12 minutes with the build present): builds every module with the Java
+unit tests (Maven verify) and the native programs anew, installs Chromium for the report tests, and
+runs every test: every server's conformance and hostile clients, every end-to-end run, the
+simulations and the replays of committed runs.
 
 Extra arguments go to pytest, e.g. -k abparse (the build is then only what changed, if anything),
 --lf (the last failures), or -m slow (the full tier's extra tests, without its build).
