@@ -1,6 +1,5 @@
 """The stopping simulation: runs of simulated servers through the kit's own stopping rule (latency_diff/stopping.py),
-look by look, as the driver's schedule does. Used by tests/test_stopping.py (coverage) and tests/test_outlook.py (the
-continuations' calibration).
+look by look, as the driver's schedule does. Used by tests/test_stopping.py.
 
 A run has 37 servers. Every round gives each server that still wants one a pair; a pair's ratio is
 the median of its 32 units; after each round the run's spread is taken over every server's pairs so
@@ -10,15 +9,26 @@ a pair's spread is lognormal around 1% of the ratio (0.2% to 5%, as in the commi
 units' noise is 20% to 70%. The families of the between-pair part: normal; Student's t with 3 degrees
 of freedom (heavy tails), scaled to the same sd; and an 80/20 mixture of two such normal modes 3 targets
 apart (two speed modes of fresh JVMs). A server that reaches max pairs stops there (the budget's part).
+
+real_coverage draws its servers from the committed runs instead (tests/fixtures/committed_pairs.json, both hosts):
+each (host group, server) measured in at least 3 runs becomes a simulated server whose truth is its pooled mean
+ratio. A simulated run of it takes one of its real runs' offsets from that mean (shrunk to the spread between runs
+that the pairs' own noise does not explain: prior.spread's tau) and draws its pairs from its real pairs' deviations
+from their own run's mean: the real spreads, tails and speed modes, at the real references and targets. Each is
+stopped by the rule with the prior its history gives (prior.spread over all its runs), as a run on that host would.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import statistics
+from pathlib import Path
 
-from latency_diff import stopping
+from latency_diff import prior, stopping
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "committed_pairs.json"
 
 REF_NS = 5660.0
 ABS_NS, REL = 500.0, 0.05
@@ -99,3 +109,67 @@ def coverage(family: str, runs: int, seed: int, budget: float | None = None,
     at_min = [c for c, s in zip(covered, servers, strict=True) if len(s["pairs"]) == MIN_PAIRS]
     return (statistics.fmean(covered), statistics.fmean(at_min) if at_min else math.nan, len(servers),
             statistics.fmean(len(s["pairs"]) for s in servers))
+
+
+def real_servers(min_runs: int = 3) -> list[dict]:
+    """The committed runs' servers as simulated ones (see the module doc): per (host group, server) in at least
+    min_runs runs, its truth, run offsets, pair deviations, reference, target (ratio units), prior and band."""
+    out = []
+    for g in json.loads(FIXTURE.read_text())["groups"]:
+        runs = g["runs"].values()
+        for name in sorted({n for r in runs for n in r["servers"]}):
+            mine = [(r["ref_ns"], r["servers"][name]) for r in runs if len(r["servers"].get(name, ())) >= 2]
+            if len(mine) < min_runs:
+                continue
+            pairs = [p for _, p in mine]
+            sigma, df, tau, n_runs = prior.spread(pairs)
+            truth = statistics.fmean(x for p in pairs for x in p)
+            offsets = [statistics.fmean(p) / truth - 1 for p in pairs]
+            spread = statistics.pstdev(offsets)
+            shrink = min(1.0, tau / spread) if spread > 0 else 0.0
+            ref = statistics.median(r for r, _ in mine)
+            goal = stopping.target_ns((truth - 1) * ref, ABS_NS, REL) / ref
+            out.append({"name": name, "host": g["host"].split()[0], "truth": truth, "ref_ns": ref, "goal": goal,
+                        "offsets": [o * shrink for o in offsets],
+                        "deviations": [x / statistics.fmean(p) - 1 for p in pairs for x in p],
+                        "prior": prior.Prior(sigma=sigma, df=min(df, prior.MAX_DF), tau=tau, runs=n_runs,
+                                             source="history"),
+                        "band": "wide" if sigma * truth >= goal else "narrow"})
+    return out
+
+
+def real_run(rng: random.Random, s: dict, max_pairs: int = 40) -> tuple[str, bool | None, int]:
+    """One simulated run of a real server, look by look from MIN_PAIRS pairs: ("met", whether its interval holds the
+    truth, pairs), or ("out of reach" | "max pairs", None, pairs)."""
+    centre = s["truth"] * (1 + rng.choice(s["offsets"]))
+    pairs: list[float] = []
+    while len(pairs) < max_pairs:
+        pairs.append(centre * (1 + rng.choice(s["deviations"])))
+        n = len(pairs)
+        if n < max(MIN_PAIRS, 2):
+            continue
+        iv = stopping.interval(pairs, s["ref_ns"], prior=s["prior"], target=(ABS_NS, REL))
+        if stopping.met(iv, s["ref_ns"], ABS_NS, REL):
+            return "met", iv.ratio.ci95_low <= s["truth"] <= iv.ratio.ci95_high, n
+        goal_ns = stopping.target_ns(iv.diff.mean, ABS_NS, REL)
+        if stopping.pairs_needed(iv.stop_sd * s["ref_ns"], n, goal_ns, max_pairs, True, tau_sd=iv.tau_sd * s["ref_ns"],
+                                 prior_df=s["prior"].df) > max_pairs:
+            return "out of reach", None, n
+    return "max pairs", None, len(pairs)
+
+
+def real_coverage(runs: int, seed: int) -> dict:
+    """runs simulated runs of every real server: per server (host, name) and per band, its "rows", "met" and "held"
+    counts."""
+    rng = random.Random(seed)
+    out: dict = {}
+    for s in real_servers():
+        for key in ((s["host"], s["name"]), s["band"]):
+            out.setdefault(key, {"rows": 0, "met": 0, "held": 0, "band": s["band"]})
+        for _ in range(runs):
+            why, held, _ = real_run(rng, s)
+            for key in ((s["host"], s["name"]), s["band"]):
+                out[key]["rows"] += 1
+                out[key]["met"] += why == "met"
+                out[key]["held"] += bool(held)
+    return out

@@ -272,3 +272,33 @@ def test_rows_two_targets_apart_are_mostly_told_apart():
     assert 0.3 <= rates[1.0] <= 0.9
     assert rates[2.0] >= 0.9
     assert covered >= 0.95
+
+
+# -- coverage by simulation on the committed runs' real servers (stopping_sim.real_coverage) ----------------------
+
+@pytest.fixture(scope="module")
+def real():
+    return sim.real_coverage(runs=100, seed=21)
+
+
+def test_met_rows_of_the_real_servers_hold_their_truth(real):
+    """Measured (28 November, 100 runs of each of the fixture's servers; AMD and Intel groups of one CPU model
+    counted together; a history of at most 8 df): met rows hold the truth 99.6% for the narrow servers and 98.3% for
+    the wide, every wide server at least 97%. With tau taken out of the prior (and its weight cut to 2 df), the wide
+    fall to 85%, Rapidoid on AMD to 27% and Ktor CIO on Intel to 26% (tried): the test sees it. The issue's targets:
+    93% of all met rows, 90% of the wide ones, every wide server 75%."""
+    wide, narrow = real["wide"], real["narrow"]
+    assert wide["met"] >= 1000 and narrow["met"] >= 5000
+    assert wide["held"] / wide["met"] >= 0.90
+    assert (wide["held"] + narrow["held"]) / (wide["met"] + narrow["met"]) >= 0.93
+    for key, c in real.items():
+        if isinstance(key, tuple) and c["band"] == "wide" and c["met"] >= 20:
+            assert c["held"] / c["met"] >= 0.75, key
+
+
+def test_the_widest_real_servers_stop_out_of_reach_rather_than_meet(real):
+    """Rapidoid and Ktor CIO on the AMD host, whose run means move by about 5%: no budget meets their target, and the
+    rule says so instead of meeting on the luck of a few pairs."""
+    for name in ("rapidoid", "ktor-cio"):
+        c = real["AMD", name]
+        assert c["rows"] >= 100 and c["met"] <= 0.05 * c["rows"], name
