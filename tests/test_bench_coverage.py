@@ -14,6 +14,7 @@ from runs import make_paired_run
 from latency_diff import evaluate, settings
 from latency_diff.bench import common, coverage, sensitivity
 from latency_diff.bench.__main__ import main as bench_main
+from latency_diff.prior import Prior
 
 
 def _runs(root):
@@ -108,28 +109,43 @@ VARIANT_PAIRS = {"undertow": [(25_000, 35_000), (25_000, 35_625), (25_000, 34_37
                  "jetty": [(25_000, 38_750), (25_000, 39_000), (25_000, 38_500)]}
 
 
-def test_sensitivity_compares_the_per_pair_ratios(tmp_path):
-    default = evaluate.build(make_paired_run(tmp_path / "d", DEFAULT_PAIRS))
-    variant = evaluate.build(make_paired_run(tmp_path / "v", VARIANT_PAIRS))
-    result = sensitivity.compare(sensitivity.ratios([default]), sensitivity.ratios([variant]))
-    u, j = result["undertow"], result["jetty"]
-    # undertow: 1.40 - 1.35 = +0.05; Welch se sqrt(0.025^2 / 3 x 2) = 0.020412, df 4, t 2.7764 -> +-0.05667:
-    # [-0.0067, +0.1067], holds 0. In % of 1.35: 3.70%.
-    assert u["default_ratio"] == pytest.approx(1.35) and u["variant_ratio"] == pytest.approx(1.40)
-    assert u["change"]["mean"] == pytest.approx(0.05)
-    assert u["change"]["ci95_low"] == pytest.approx(-0.006673, abs=1e-6)
-    assert u["change"]["ci95_high"] == pytest.approx(0.106673, abs=1e-6)
-    assert u["change_pct"] == pytest.approx(3.7037, abs=1e-4) and u["verdict"] == "not significant"
-    # jetty: 1.55 - 1.50 = +0.05, se 0.01 x sqrt(2 / 3) = 0.0081650 -> +-0.02267: [+0.0273, +0.0727]; 3.33% of 1.50.
-    assert j["change"]["ci95_low"] == pytest.approx(0.027331, abs=1e-6) and j["verdict"] == "slower"
+def test_sensitivity_compares_run_means_with_the_known_spread_of_a_run():
+    known = {"undertow": Prior(sigma=0.02, df=10, tau=0.01, runs=5, source="history"),
+             "jetty": Prior(sigma=0.005, df=10, tau=0.002, runs=5, source="history"),
+             "null": Prior(sigma=0.005, df=10, tau=0.002, runs=5, source="history")}
+    default = {"undertow": [[1.325, 1.35, 1.375]], "jetty": [[1.49, 1.50, 1.51]], "null": [[1.0] * 3]}
+    variant = {"undertow": [[1.375, 1.40, 1.425]], "jetty": [[1.54, 1.55, 1.56]], "null": [[1.005] * 3]}
+    result = sensitivity.compare(default, variant, known)
+    u, j, n = result["undertow"], result["jetty"], result["null"]
+    # undertow: 1.40 / 1.35 - 1 = +3.704%. A run mean's variance 0.02^2 / 3 + 0.01^2 = 2.3333e-4 on each side: se
+    # 0.0216025; t(0.975, 10 + 1 + 1 - 2) = 2.228139 -> [-1.110%, +8.517%]: it holds 0 and reaches past 3%.
+    assert u["change_pct"] == pytest.approx(3.7037, abs=1e-4)
+    assert u["ci_pct"] == [pytest.approx(-1.1097, abs=1e-3), pytest.approx(8.5171, abs=1e-3)]
+    assert u["verdict"] == "inconclusive"
+    # It could have detected (2.228139 + 0.841621) x 0.0216025 = 6.63%.
+    assert u["detectable_pct"] == pytest.approx(6.6315, abs=1e-3)
+    # jetty: +3.333%, se sqrt(2 x (0.005^2 / 3 + 0.002^2)) = 0.0049666 -> [+2.227%, +4.440%]: slower.
+    assert j["ci_pct"][0] == pytest.approx(2.2267, abs=1e-3) and j["verdict"] == "slower"
+    # null: +0.5% [-0.61%, +1.61%]: within the +-3% margin.
+    assert n["verdict"] == "equivalent"
+    # Corrected for 100 comparisons, t(1 - 0.00025, 10) = 5.049 and each half-width 2.508%: jetty's [+0.83%, +5.84%]
+    # still excludes 0, while null's [-2.01%, +3.01%] now reaches past the margin.
+    wide = sensitivity.compare(default, variant, known, tests=100)
+    assert wide["jetty"]["level"] == pytest.approx(0.9995)
+    assert wide["jetty"]["ci_pct"][0] == pytest.approx(0.8254, abs=1e-3) and wide["jetty"]["verdict"] == "slower"
+    assert wide["null"]["ci_pct"][1] == pytest.approx(3.0082, abs=1e-3) and wide["null"]["verdict"] == "inconclusive"
+    # Two runs on a side whose means differ more than the prior says: their own spread is used.
+    spread = sensitivity.compare({"null": [[1.0] * 3, [1.04] * 3]}, {"null": [[1.02] * 3]}, known)["null"]
+    assert spread["verdict"] == "inconclusive"
     _, body, _ = sensitivity.config_table(result)
-    assert body == [["undertow", "1.3500", "1.4000", "+0.0500", "[-0.0067, +0.1067]", "+3.70%", "not significant"],
-                    ["jetty", "1.5000", "1.5500", "+0.0500", "[+0.0273, +0.0727]", "+3.33%", "slower"]]
+    assert body[0] == ["undertow", "1.3500", "1.4000", "1 / 1", "+3.70%", "[-1.11, +8.52]", "6.6%", "inconclusive"]
     _, body, _ = sensitivity.summary_table({"x": {"servers": result}})
-    assert body == [["x", "+0.0500 (+3.7%) n.s.", "+0.0500 (+3.3%)"]]
-    # A server in one side only is named, not compared.
-    missing = sensitivity.compare({"undertow": [1.3, 1.4]}, {})
-    assert missing == {"undertow": {"measured": False, "reason": "not in the variant's runs"}}
+    assert body == [["x", "+3.7% [-1.1, +8.5] inconclusive", "+3.3% [+2.2, +4.4] slower",
+                     "+0.5% [-0.6, +1.6] equivalent"]]
+    # A server in one side only, or of no known spread, is named, not compared.
+    missing = sensitivity.compare({"undertow": [[1.3, 1.4]], "x": [[1.1]]}, {"x": [[1.2]]}, known)
+    assert missing == {"undertow": {"measured": False, "reason": "not in the variant's runs"},
+                       "x": {"measured": False, "reason": "no spread known of it"}}
 
 
 def test_sensitivity_plan_and_which_default_runs_each_variant_meets():
@@ -176,17 +192,20 @@ def test_sensitivity_from_a_folder_of_runs(tmp_path, capsys):
     assert settle["compared_with"] == ["01-default", "03-default"]
     u = settle["servers"]["undertow"]
     # The default's pairs of both runs together: 1.35 and 1.36 on average -> 1.355; the change 1.40 - 1.355.
-    assert u["default_pairs"] == 6 and u["default_ratio"] == pytest.approx(1.355)
-    assert u["change"]["mean"] == pytest.approx(0.045)
+    assert u["default_pairs"] == 6 and u["default_runs"] == 2 and u["default_ratio"] == pytest.approx(1.355)
+    assert u["change_pct"] == pytest.approx(100 * (1.40 / 1.355 - 1)) and u["prior"] == "shipped"
+    assert data["comparisons"] == 2 and u["level"] == pytest.approx(0.975)
     assert data["left_out"] == ["04-segments-4 (0 run directories in it)"]
     # The default across its runs: undertow 1.35 then 1.36 (spread 0.01, 0.74% of 1.355); the last minus the first,
-    # +0.01 +- 0.0567 (as above), is not significant.
+    # +0.74%, judged by runs as every comparison.
     spread = data["default_spread"]["undertow"]
     assert spread["ratios"] == [pytest.approx(1.35), pytest.approx(1.36)]
-    assert spread["spread_pct"] == pytest.approx(0.738, abs=1e-3) and spread["verdict"] == "not significant"
+    assert spread["spread_pct"] == pytest.approx(0.738, abs=1e-3)
+    assert spread["last_minus_first"]["change_pct"] == pytest.approx(0.7407, abs=1e-3)
     page = (root / "sensitivity.md").read_text()
     assert "## The default across its runs" in page and "## settle-cpu" in page
-    assert "| undertow | 1.3550 | 1.4000 | +0.0450 |" in page
+    assert "| undertow | 1.3550 | 1.4000 | 2 / 1 | +3.32% |" in page
+    assert "corrected for the page's 2 comparisons" in page
 
 
 def test_sensitivity_refuses_a_driver_option_that_a_configuration_varies(tmp_path, capsys, monkeypatch):
@@ -198,3 +217,40 @@ def test_sensitivity_refuses_a_driver_option_that_a_configuration_varies(tmp_pat
     assert not list(tmp_path.iterdir())  # nothing measured, no folder made
     assert bench_main(["sensitivity", "--list"]) == 0
     assert "hot-loop" in capsys.readouterr().out
+
+
+def _cov(runs, **servers):
+    """A coverage dict as coverage.coverage gives it, each server given as (band, control, met rows, met held, runs
+    covered, runs)."""
+    out = {}
+    for name, (band, control, met, held, covered, of) in servers.items():
+        m = {"covered": covered, "of": of}
+        out[name] = {"band": band, "control": control, "met": {"rows": met, "covered": held}, "ratio": m, "diff": m}
+    overall = {m: {"covered": sum(s[m]["covered"] for s in out.values()), "of": sum(s[m]["of"] for s in out.values())}
+               for m in coverage.MEASURES}
+    for band in ("narrow", "wide"):
+        rows = sum(s["met"]["rows"] for s in out.values() if s["band"] == band)
+        held = sum(s["met"]["covered"] for s in out.values() if s["band"] == band)
+        overall[f"met {band}"] = {"covered": held, "of": rows, "share": held / rows if rows else None}
+    for m in coverage.MEASURES:
+        overall[m]["share"] = overall[m]["covered"] / overall[m]["of"]
+    return {"runs": runs, "servers": out, "overall": overall}
+
+
+def test_the_verdicts_are_the_targets_of_met_rows_and_of_controls():
+    cov = _cov(10, rapidoid=("wide", False, 4, 2, 8, 10), helidon=("wide", False, 6, 6, 10, 10),
+               undertow=("narrow", False, 10, 10, 10, 10), **{"control-modes": ("wide", True, 3, 3, 8, 10)})
+    lines = coverage.verdicts(cov)
+    # Wide: 11 of 13 met rows held (84.6%), 5.4 points short of 90%; 13 of the 30 wide rows met.
+    assert ("Met rows of the wide servers (pair sd at least their target): 11 of 13 hold the truth, 84.6%; target at "
+            "least 90%: missed by 5.4 percentage points. 13 of their 30 rows met their target") in lines[0]
+    assert lines[1] == "Each wide server's met rows, at least 75%: missed for rapidoid (2 of 4)."
+    assert lines[2] == "All met rows: 21 of 23 hold the truth; target at least 93%: missed by 1.7 percentage points."
+    assert lines[3].startswith("Control control-modes: its interval holds its known truth in 8 of 10 runs; target at "
+                               "least 90%: missed by 10.0")
+    assert lines[4].endswith("36 of 40 (server, run) intervals hold their truth; target at least 90%: met.")
+    # With every target held, and too few runs said first.
+    cov = _cov(3, helidon=("wide", False, 3, 3, 3, 3), **{"control-spin": ("narrow", True, 3, 3, 3, 3)})
+    lines = coverage.verdicts(cov)
+    assert lines[0].startswith("Only 3 runs")
+    assert all(": met" in x for x in lines[1:]) and not any("missed" in x for x in lines)

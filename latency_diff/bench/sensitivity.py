@@ -3,9 +3,16 @@
 The default configuration runs first; then each variant configuration (CONFIGS: one choice changed,
 as driver flags) runs once (--repeat R: R times in a row). For each server, its ratio (server round
 trip / dummy round trip, the figure the scaling does not touch) in the variant's runs against the
-default's: the change, with a Welch 95% interval over both sides' per-pair ratios, in % of the
-default's ratio, and "not significant" where the interval holds 0. The method's choices are part of
-what an interval does not cover; this shows how much they matter.
+default's. Runs are the unit: a run's mean ratio moves between runs by more than its pairs' noise
+(fresh JVMs, the host), so the change of the mean over runs is judged with the variance of a run mean,
+sigma^2/n + tau^2 from what the kit knows of the server (the prior each run recorded: prior.py), or
+the runs' own spread where a side has more runs and it is larger. Its interval is at 95% corrected for
+the number of comparisons on the page (Bonferroni), and judged against an equivalence margin stated
+in advance, MARGIN = ±3% of the ratio: "slower" or "faster" where it excludes 0, "equivalent" where it
+lies within the margin, else "inconclusive". Each comparison also says the smallest change it could
+have detected (at 80% power): a choice judged "inconclusive" with a detectable change of 8% has not
+been shown harmless. The method's choices are part of what an interval does not cover; this shows how
+much they matter, and how much the benchmark could see.
 
 With --interleave-default the default runs again after each variant (D V1 D V2 D ...), each variant is
 compared with the default runs just before and after it (so that a drift of the machine over the hour
@@ -22,14 +29,16 @@ in pieces), without measuring.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import stats
+from .. import prior
 from ..export import tables
 from ..model import RunResult, ServerResult
+from ..stats import t_quantile
 from . import common
 
 
@@ -134,56 +143,99 @@ def neighbours(order: list[str]) -> dict[str, list[int]]:
     return {name: sorted(idx) for name, idx in out.items()}
 
 
+#: The equivalence margin, stated before any run: a change of a server's ratio within +-3% of it is "equivalent".
+MARGIN = 0.03
+#: The power at which a comparison states the smallest change it could have detected.
+POWER = 0.80
+#: The family-wise error of the page's intervals, split over its comparisons (Bonferroni).
+ALPHA = 0.05
+
+
 def pair_ratios(s: ServerResult) -> list[float]:
     """A row's per-pair ratios (server / dummy): each pair's scaled diff over the run's reference round trip, plus 1."""
     c = s.clients[s.primary]
     return [1 + e / c.ref for e in c.estimates]
 
 
-def ratios(runs: list[RunResult]) -> dict[str, list[float]]:
-    """server -> the per-pair ratios of its valid rows in these runs together (the dummy baseline left out)."""
-    out: dict[str, list[float]] = {}
+def ratios(runs: list[RunResult]) -> dict[str, list[list[float]]]:
+    """server -> its per-pair ratios in each of these runs where it is a valid row (the dummy baseline left out)."""
+    out: dict[str, list[list[float]]] = {}
     for r in runs:
         for s in r.ranked:
-            if not s.baseline and s.primary in s.clients:
-                out.setdefault(s.name, []).extend(pair_ratios(s))
+            if not s.baseline and s.primary in s.clients and s.clients[s.primary].estimates:
+                out.setdefault(s.name, []).append(pair_ratios(s))
     return out
 
 
-def compare(default: dict[str, list[float]], variant: dict[str, list[float]]) -> dict[str, dict]:
-    """Per server in either: the mean ratio on each side, and the variant's minus the default's with a Welch 95%
-    interval over the per-pair ratios, in % of the default's ratio, and what its interval says."""
-    out = {}
-    for name in [*default, *(n for n in variant if n not in default)]:
-        if name not in default or name not in variant:
-            out[name] = {"measured": False, "reason": f"not in the {'default' if name not in default else 'variant'}'s "
-                                                      "runs"}
-            continue
-        d, v = default[name], variant[name]
-        change = stats.welch_difference(v, d)
-        base = statistics.fmean(d)
-        out[name] = {"measured": True, "default_ratio": base, "variant_ratio": statistics.fmean(v),
-                     "default_pairs": len(d), "variant_pairs": len(v), "change": change.to_dict(),
-                     "change_pct": 100 * change.mean / base, "verdict": tables.change_verdict(change)}
-    return out
-
-
-def default_spread(runs: list[RunResult]) -> dict[str, dict]:
-    """The default's ratio in each of its runs, per server: the spread, and the last run's against the first's (a
-    Welch interval over their per-pair ratios) when there are two or more."""
-    per: dict[str, list[list[float]]] = {}
+def priors(runs: list[RunResult]) -> dict[str, prior.Prior]:
+    """server -> what the kit knew of its spread: the prior recorded by the latest of these runs that has one, else
+    the shipped one, else the generic one (prior.py)."""
+    shipped = prior.load_shipped()
+    out: dict[str, prior.Prior] = {}
     for r in runs:
-        for name, values in ratios([r]).items():
-            per.setdefault(name, []).append(values)
+        out.update(r.priors)
+        for s in r.ranked:
+            if s.name not in out and s.name in shipped:
+                v = shipped[s.name]
+                out[s.name] = prior.Prior(sigma=v["sigma"], df=prior.SHIPPED_DF, tau=v["tau"], runs=v["runs"],
+                                          source="shipped")
+    if shipped:
+        for s in (s for r in runs for s in r.ranked):
+            out.setdefault(s.name, prior.generic(shipped))
+    return out
+
+
+def _mean_var(side: list[list[float]], base: float, known: prior.Prior) -> float:
+    """The variance of a side's mean of run means, relative to base: each run mean's sigma^2/n + tau^2, or the run
+    means' own variance where the side has two runs or more and it is larger."""
+    model = statistics.fmean(known.sigma ** 2 / len(p) + known.tau ** 2 for p in side) / len(side)
+    if len(side) < 2:
+        return model
+    return max(model, statistics.variance([statistics.fmean(p) / base for p in side]) / len(side))
+
+
+def compare(default: dict[str, list[list[float]]], variant: dict[str, list[list[float]]],
+            known: dict[str, prior.Prior], tests: int = 1) -> dict[str, dict]:
+    """Per server in either side (each its pairs' ratios per run): the mean over runs of each side's run means, and the
+    variant's change in % of the default's, with its interval at 1 - ALPHA / tests, the verdict against MARGIN, and
+    the smallest change it could have detected at POWER."""
     out = {}
-    for name, runs_values in per.items():
-        means = [statistics.fmean(v) for v in runs_values]
+    level = 1 - ALPHA / max(tests, 1)
+    for name in [*default, *(n for n in variant if n not in default)]:
+        if name not in default or name not in variant or name not in known:
+            why = "default" if name not in default else "variant" if name not in variant else "prior"
+            out[name] = {"measured": False, "reason": "no spread known of it" if why == "prior" else
+                         f"not in the {why}'s runs"}
+            continue
+        d, v, p = default[name], variant[name], known[name]
+        base = statistics.fmean(statistics.fmean(x) for x in d)
+        change = statistics.fmean(statistics.fmean(x) for x in v) / base - 1
+        se = math.sqrt(_mean_var(d, base, p) + _mean_var(v, base, p))
+        t = t_quantile(1 - (1 - level) / 2, max(p.df + len(d) + len(v) - 2, 1))
+        lo, hi = change - t * se, change + t * se
+        verdict = ("slower" if lo > 0 else "faster") if lo > 0 or hi < 0 else \
+            "equivalent" if -MARGIN <= lo and hi <= MARGIN else "inconclusive"
+        out[name] = {"measured": True, "default_ratio": base, "variant_ratio": base * (1 + change),
+                     "default_runs": len(d), "variant_runs": len(v), "default_pairs": sum(map(len, d)),
+                     "variant_pairs": sum(map(len, v)), "change_pct": 100 * change,
+                     "ci_pct": [100 * lo, 100 * hi], "level": level,
+                     "detectable_pct": 100 * (t + statistics.NormalDist().inv_cdf(POWER)) * se,
+                     "prior": p.source, "verdict": verdict}
+    return out
+
+
+def default_spread(runs: list[RunResult], known: dict[str, prior.Prior]) -> dict[str, dict]:
+    """The default's ratio in each of its runs, per server: the spread, and the last run's against the first's (by
+    runs, as every comparison) when there are two or more."""
+    out = {}
+    for name, per in ratios(runs).items():
+        means = [statistics.fmean(v) for v in per]
         item: dict = {"ratios": means, "spread": max(means) - min(means),
                       "spread_pct": 100 * (max(means) - min(means)) / statistics.fmean(means)}
-        if len(runs_values) >= 2:
-            drift = stats.welch_difference(runs_values[-1], runs_values[0])
-            item["last_minus_first"] = drift.to_dict()
-            item["verdict"] = tables.change_verdict(drift)
+        if len(per) >= 2:
+            drift = compare({name: per[:1]}, {name: per[-1:]}, known)[name]
+            if drift["measured"]:
+                item["last_minus_first"] = drift
         out[name] = item
     return out
 
@@ -192,41 +244,42 @@ def _signed(x: float, digits: int = 4) -> str:
     return f"{x:+.{digits}f}"
 
 
+def _cell(c: dict) -> str:
+    lo, hi = c["ci_pct"]
+    return f"{c['change_pct']:+.1f}% [{lo:+.1f}, {hi:+.1f}] {c['verdict']}"
+
+
 def config_table(result: dict[str, dict]) -> tables.Table:
     body = []
     for name, c in result.items():
         if not c["measured"]:
-            body.append([name, "-", "-", "-", "-", "-", c["reason"]])
+            body.append([name, "-", "-", "-", "-", "-", "-", c["reason"]])
             continue
-        ch = c["change"]
-        ci = "-" if ch["ci95_low"] is None else f"[{_signed(ch['ci95_low'])}, {_signed(ch['ci95_high'])}]"
-        body.append([name, f"{c['default_ratio']:.4f}", f"{c['variant_ratio']:.4f}", _signed(ch["mean"]), ci,
-                     f"{c['change_pct']:+.2f}%", c["verdict"]])
-    cols = ("server", "ratio, default", "ratio, variant", "change", "95% CI", "change [% of the ratio]", "verdict")
-    return cols, body, {1, 2, 3, 4, 5}
+        lo, hi = c["ci_pct"]
+        body.append([name, f"{c['default_ratio']:.4f}", f"{c['variant_ratio']:.4f}",
+                     f"{c['default_runs']} / {c['variant_runs']}", f"{c['change_pct']:+.2f}%",
+                     f"[{lo:+.2f}, {hi:+.2f}]", f"{c['detectable_pct']:.1f}%", c["verdict"]])
+    cols = ("server", "ratio, default", "ratio, variant", "runs (default / variant)", "change [% of the ratio]",
+            "interval [%]", "detectable at 80% power", "verdict")
+    return cols, body, {1, 2, 3, 4, 5, 6}
 
 
 def summary_table(configs: dict[str, dict]) -> tables.Table:
-    """configuration x server: the change of the ratio, in % of it; n.s. where not significant."""
+    """configuration x server: the change of the ratio in %, its interval and its verdict."""
     servers = list(dict.fromkeys(n for c in configs.values() for n in c["servers"]))
     body = []
     for cname, c in configs.items():
         row = [cname]
         for n in servers:
             x = c["servers"].get(n)
-            if x is None or not x["measured"]:
-                row.append("-")
-                continue
-            mark = {"not significant": " n.s.", "too few pairs": " (too few pairs)"}.get(x["verdict"], "")
-            row.append(f"{_signed(x['change']['mean'])} ({x['change_pct']:+.1f}%){mark}")
+            row.append("-" if x is None or not x["measured"] else _cell(x))
         body.append(row)
     return ("configuration", *servers), body, set(range(1, len(servers) + 1))
 
 
 def spread_table(spread: dict[str, dict]) -> tables.Table:
     body = [[name, ", ".join(f"{x:.4f}" for x in s["ratios"]), f"{s['spread']:.4f}", f"{s['spread_pct']:.2f}%",
-             "-" if "last_minus_first" not in s else
-             f"{_signed(s['last_minus_first']['mean'])} ({s['verdict']})"] for name, s in spread.items()]
+             "-" if "last_minus_first" not in s else _cell(s["last_minus_first"])] for name, s in spread.items()]
     return (("server", "ratio in each default run", "spread (max - min)", "spread [% of the ratio]",
              "last run - first"), body, {2, 3})
 
@@ -237,18 +290,21 @@ def summarize(runs: list[tuple[str, str, RunResult]]) -> dict:
     if DEFAULT not in order:
         raise SystemExit("bench sensitivity: no complete run of the default configuration to compare with")
     defaults = [i for i, c in enumerate(order) if c == DEFAULT]
+    spreads = priors([r for _, _, r in runs])
+    sides = {name: (ratios([runs[i][2] for i in idx]), ratios([r for _, c, r in runs if c == name]))
+             for name, idx in neighbours(order).items()}
+    tests = sum(len(d.keys() & v.keys()) for d, v in sides.values())
     configs = {}
     for name, idx in neighbours(order).items():
-        mine = [r for _, c, r in runs if c == name]
         known = CONFIGS.get(name) or RETIRED.get(name)
         configs[name] = {"flags": list(known.flags) if known else None,
                          "what": known.what if known else "(not in this kit's list of configurations)",
                          "injector": known.injector if known else None,
                          "runs": [f for f, c, _ in runs if c == name], "compared_with": [runs[i][0] for i in idx],
-                         "servers": compare(ratios([runs[i][2] for i in idx]), ratios(mine))}
+                         "servers": compare(*sides[name], spreads, tests)}
     return {"sequence": [{"folder": f, "config": c, "run_id": r.run_id, "seconds": r.seconds} for f, c, r in runs],
-            "default_runs": [runs[i][0] for i in defaults],
-            "default_spread": default_spread([runs[i][2] for i in defaults]), "configurations": configs,
+            "default_runs": [runs[i][0] for i in defaults], "comparisons": tests, "margin": MARGIN, "power": POWER,
+            "default_spread": default_spread([runs[i][2] for i in defaults], spreads), "configurations": configs,
             "missing": MISSING}
 
 
@@ -259,8 +315,12 @@ def report(out: Path, runs: list[tuple[str, str, RunResult]], left_out: list[str
     configs = data["configurations"]
     parts = [f"{len(runs)} runs, one choice of the method changed at a time, in this order: "
              + ", ".join(x["folder"] for x in data["sequence"]) + ". Each cell is the change of a server's ratio (its "
-             "round trip over the dummy's) from the default runs to the variant's, with its share of the default's "
-             "ratio; n.s.: its 95% interval (Welch, over both sides' per-pair ratios) holds 0.",
+             "round trip over the dummy's) from the default runs to the variant's, in % of the default's, judged by "
+             f"runs: its interval at 95% corrected for the page's {data['comparisons']} comparisons (Bonferroni), "
+             "with the variance of a run mean from the server's known spread between pairs and between runs. "
+             f"\"equivalent\": the interval lies within the margin set in advance, ±{MARGIN:.0%}; \"inconclusive\": "
+             "it holds 0 but reaches past the margin. Each section below says the smallest change each comparison "
+             f"could have detected ({POWER:.0%} power).",
              common.md_table(summary_table(configs))]
     if len(data["default_runs"]) >= 2:
         parts += ["## The default across its runs",
