@@ -3,6 +3,7 @@
 Usage: scripts/analyze.py RUN_DIR [--quiet]
        scripts/analyze.py compare RUN_A RUN_B [--html FILE]
        scripts/analyze.py hosts RUN RUN... [--out FILE]
+       scripts/analyze.py merge RUN_DIR... [--by-host] [--out DIR]
 
 RUN_DIR: writes summary.json, summary.csv, report.md, report.html (one self-contained page), and
 the diffs and percentiles plots (PNG) into the run directory and prints the tables. Parses
@@ -28,6 +29,12 @@ status: 0; 1 on an unreadable run; RUN_DIR: 3 when the run is incomplete (compar
 hosts: runs of different machines side by side (latency_diff/hosts.py): per server its diff, ratio, rank
 and work per request in each run, the pairs of servers whose order flips, and per run that counted the
 work a fit of the diffs against user CPU, context switches and system calls (the host's price of each).
+
+merge: one table from the shard runs of one sharded run (run-all.sh --shard I/N), by ratio, with the
+hosts' spread from the anchors in every comparison of rows of different shards (latency_diff/merge.py);
+--by-host: runs of different hosts side by side, one column per host. Writes a new folder,
+results/merged-<UTC time>/ or --out DIR, never an existing one. Exit status 2 when the runs cannot be
+merged (missing, incomplete, a duplicate shard, different CPU models, JDKs or kit commits, ...).
 """
 
 from __future__ import annotations
@@ -45,7 +52,8 @@ from .stats import Summary
 
 #: Settings that do not change what is measured (where files go, which port, where a value came from): compare
 #: names every other one that differs, a setting added later included.
-UNMEASURED_SETTINGS = frozenset({"servers", "results_dir", "port", "start_timeout_s", "sources", "allow_concurrent"})
+UNMEASURED_SETTINGS = frozenset({"servers", "results_dir", "port", "start_timeout_s", "sources", "allow_concurrent",
+                                 "shard"})
 #: What a differing setting may do to the figures, where that is not plain.
 SETTING_EFFECTS = {
     "pinning": "the diffs measure different things (shared: the server's CPU work; split: its critical-path latency)",
@@ -404,12 +412,56 @@ COMPARE_EXPLANATION = (
     "relative change: change over |diff A|, '-' when A's diff is not distinguishable from 0.")
 
 
+def main_merge(argv: list[str]) -> int:
+    from . import merge
+    parser = argparse.ArgumentParser(prog="analyze.py merge", description=merge.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR", help="the shard runs (run-all.sh --shard "
+                        "I/N), every one of 1 to N; with --by-host, the runs of several hosts")
+    parser.add_argument("--by-host", action="store_true", help="runs of different hosts (CPU model, JDK or kit "
+                        "commit) side by side, one column per host, each merged on its own and ranked within itself")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="the folder to write, which must not exist (default: "
+                        "results/merged-<UTC time>/)")
+    args = parser.parse_args(argv)
+    try:
+        shards = merge.load(args.runs)
+        if args.by_host:
+            groups = merge.hosts(shards)
+        else:
+            merge.check_hosts(shards)
+            merge.check_set(shards)
+        out = merge.out_dir(args.out)  # only once the runs are known to merge: no empty folder is left behind
+    except merge.MergeError as e:
+        print(f"analyze: merge: error: {e}", file=sys.stderr)
+        print("analyze: nothing was written", file=sys.stderr)
+        return 2
+    try:
+        if args.by_host:
+            cols = merge.columns(groups, out.name)
+            written = merge.write_by_host(out, cols)
+            print(tables.render_text(merge.side_by_side(cols)))
+            print("\n" + merge.BY_HOST_TEXT)
+            for line in merge.column_lines(cols):
+                print(line)
+        else:
+            result = merge.merged(shards, out.name)
+            written = merge.write(out, result, shards)
+            print(terminal.render(result))
+    except export.ExportError as e:
+        print(f"analyze: merge: error: {e}", file=sys.stderr)
+        return 1
+    print("Files: " + ", ".join(str(p) for p in written))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "compare":
         return main_compare(argv[1:])
     if argv and argv[0] == "hosts":
         return main_hosts(argv[1:])
+    if argv and argv[0] == "merge":
+        return main_merge(argv[1:])
     parser = argparse.ArgumentParser(prog="analyze.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path, help="a run directory, e.g. results/20261122T050000Z")

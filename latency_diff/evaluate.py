@@ -466,17 +466,17 @@ def evaluate(r: RunResult) -> None:
         s.target_met = stopping.met(head.interval, head.ref, target_abs, target_rel)
         s.prior = r.priors[s.name].to_dict() if s.name in r.priors else None
         s.modes = _modes(s, r, head)
-        _costs_of(s, valid, [p.estimate(s.primary) for p in valid], head.ref)
+        costs_of(s, valid, [p.estimate(s.primary) for p in valid], head.ref)
         s.requests = sum(c.requests for p in valid for c in p.costs.values())
         if "ab" in s.clients and "lean" in s.clients:
-            s.clients_agree = _overlap(s.clients["ab"].diff, s.clients["lean"].diff)
-        s.scaling_agrees = _overlap(head.diff, head.unscaled_diff)
+            s.clients_agree = overlap(s.clients["ab"].diff, s.clients["lean"].diff)
+        s.scaling_agrees = overlap(head.diff, head.unscaled_diff)
         s.run_length_shift = run_length_shift(valid, s.primary)
         _work_of(s, valid)
         s.warnings = _warnings(s, r)
     base = r.baseline
     if base is not None:
-        _baseline_row(r, base)
+        baseline_row(r, base)
     ranked = [s for s in r.ranked if not s.baseline]
     for prev, cur in zip(ranked, ranked[1:], strict=False):
         cur.differs_from_previous = (None if len(cur.estimates) < 2 or len(prev.estimates) < 2
@@ -507,7 +507,7 @@ def run_length_shift(valid: list[Pair], client: str) -> Summary | None:
     return stats.summarize(deltas) if len(deltas) >= 2 else None
 
 
-def _overlap(a: Summary, b: Summary) -> bool | None:
+def overlap(a: Summary, b: Summary) -> bool | None:
     if a.ci95_low is None or b.ci95_low is None:
         return None
     return bool(a.ci95_low <= b.ci95_high and b.ci95_low <= a.ci95_high)
@@ -574,7 +574,7 @@ def _cold_caveat(settings: dict) -> str | None:
             "CPU (often 10 times a default run's or more); use the default profile to rank servers")
 
 
-def _costs_of(s: ServerResult, valid: list[Pair], estimates: list, ref_ns: float) -> None:
+def costs_of(s: ServerResult, valid: list[Pair], estimates: list, ref_ns: float) -> None:
     """Cost per request; the CPU-time diff scaled by each pair's baseline round trip like the latency diff."""
     server = [p.costs["server"] for p in valid if "server" in p.costs]
     s.cpu = _summary([c.cpu_ns for c in server])
@@ -623,7 +623,7 @@ def median_work(works: list[dict]) -> dict | None:
     return out
 
 
-def _baseline_row(r: RunResult, base: ServerResult) -> None:
+def baseline_row(r: RunResult, base: ServerResult) -> None:
     """The dummy's own row: its round trip and costs from its side of every valid pair of the run."""
     pairs = [p for s in r.servers if s.valid and not s.baseline for p in s.pairs if p.valid]
     if not pairs:
@@ -671,7 +671,7 @@ def _warnings(s: ServerResult, r: RunResult) -> list[w.RunWarning]:
     if s.clients_agree is False:
         ab, lean = s.clients["ab"], s.clients["lean"]
         # The plain mean sides with ab when it is nearer ab's diff than the headline and within ab's interval.
-        plain = lean.plain_diff if lean.plain_diff is not None and _overlap(lean.plain_diff, ab.diff) and abs(
+        plain = lean.plain_diff if lean.plain_diff is not None and overlap(lean.plain_diff, ab.diff) and abs(
             lean.plain_diff.mean - ab.diff.mean) < abs(lean.plain_diff.mean - lean.diff.mean) else None
         out.append(w.ClientsDisagree(ab.diff.mean, lean.diff.mean, plain.mean if plain is not None else None))
     # In a smoke run the JIT's work on the shared CPU explains any gap (the caveat says so, once).

@@ -210,6 +210,9 @@ class ServerResult:
     modes: dict | None = None
     #: A control's known diff (evaluate._truths: ns, pairs, modes, held: whether the interval holds it); None: not one.
     truth: dict | None = None
+    #: In a table merged from shard runs (merge.py): the shards the row was measured on (one, or every shard for an
+    #: anchor and the ladder, pooled); None in a run's own table.
+    shards: list[int] | None = None
 
     @property
     def estimates(self) -> list[float]:
@@ -294,6 +297,9 @@ class RunResult:
     scaling: Scaling | None = None
     #: run.json's "stops": per server, why the driver gave it no more pairs, and after how many.
     stops: dict[str, dict] | None = field(default=None, metadata={"export": False})
+    #: A table merged from shard runs (merge.py): the shards, the reference, the hosts' spread from the anchors;
+    #: None for a run of its own.
+    merge: dict | None = field(default=None, metadata={"export": False})
 
     @property
     def ranked(self) -> list[ServerResult]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import KIT_ROOT, stopping
+from . import shard as sharding
 from .servers import Server, ServerError, discover, select
 
 #: Profiles. warmup: requests per server process before measuring (then the JIT must be done, `settle`);
@@ -112,6 +113,9 @@ class Settings:
     left_out_reason: str | None = None
     #: What the run changed of what was asked, one sentence each (printed at the start, recorded, reported).
     notes: list[str] = field(default_factory=list)
+    #: --shard I/N: which part of a sharded run this is, with the whole split and the anchors (shard.py); None: a
+    #: whole run.
+    shard: sharding.Plan | None = None
 
     @property
     def clients(self) -> tuple[str, ...]:
@@ -145,6 +149,7 @@ class Settings:
             "hold_s": self.hold, "lend_cpu": self.lend_cpu, "agent": self.agent,
             **({"left_out": self.left_out, "left_out_reason": self.left_out_reason} if self.left_out else {}),
             **({"notes": self.notes} if self.notes else {}),
+            **({"shard": self.shard.to_dict()} if self.shard else {}),
         }
 
 
@@ -177,6 +182,14 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                    "against A in process pairs, A taking the dummy's place (the dummy is measured against A too, and "
                    "a second A process is the null pair); the report gives B - A with its interval and whether it is "
                    "significant. E.g. --compare undertow undertow@1.0.15.Final")
+    p.add_argument("--shard", metavar="I/N", help="measure the I-th of N parts of the chosen servers (after "
+                   "--servers and --variant), split by each server's expected time (the committed runs' times: "
+                   "latency_diff/costs.json), the same on every machine, so that N machines running I = 1 to N cover "
+                   "every server once; each shard is a complete run with the ladder and the --anchors; merge the "
+                   "shards with scripts/analyze.py merge (default: the whole run)")
+    p.add_argument("--anchors", metavar="LIST", help="with --shard: comma-separated servers measured on every shard, "
+                   "from whose spread between shards the merge learns how much the hosts differ; none: no anchor "
+                   f"(then the merge cannot tell the hosts' spread) (default {','.join(sharding.DEFAULT_ANCHORS)})")
     p.add_argument("--profile", choices=sorted(PROFILES), help="default, quick or original (default: default)")
     p.add_argument("--quick", action="store_true", default=None,
                    help="same as --profile quick: a smoke run, one process pair per server, cold JVMs "
@@ -375,6 +388,12 @@ def prepare_cpu(mode: str, pinning: str, measured: int | None) -> int | None:
     return None
 
 
+def _flag(sources: dict[str, str], name: str) -> str:
+    """How an option was given, for a message: its flag, or its variable."""
+    src = sources.get(name, "default")
+    return f"--{name.replace('_', '-')}" if src in ("flag", "default") else src
+
+
 def _pair_of_names(value: str | list[str]) -> list[str]:
     names = value if isinstance(value, list) else [x.strip() for x in value.split("|")]
     if len(names) != 2 or not all(names):
@@ -414,13 +433,22 @@ def resolve(args: argparse.Namespace) -> Settings:
     variants = setting(args, "variant", [], sources,
                        lambda v: v if isinstance(v, list) else [x.strip() for x in v.split("|") if x.strip()])
     compare = setting(args, "compare", None, sources, _pair_of_names)
+    part = setting(args, "shard", None, sources, sharding.parse_shard)
+    anchors = setting(args, "anchors", None, sources, sharding.parse_anchors)
+    if anchors is not None and part is None:
+        raise RunError(f"{_flag(sources, 'anchors')} names the servers measured on every shard of a sharded run: "
+                       "give --shard I/N too, or drop it")
+    if part is not None and compare:
+        raise RunError(f"{_flag(sources, 'shard')} with --compare: a head-to-head run measures two servers, which "
+                       "are not shared out; run it whole")
     names = None
     try:
+        known = discover()
         if compare:
-            servers = head_to_head(discover(), *compare)
+            servers = head_to_head(known, *compare)
         else:
             names = setting(args, "servers", None, sources)
-            servers = select(discover(), names, variants)
+            servers = select(known, names, variants)
     except ServerError as e:
         raise RunError(str(e)) from e
     s = Settings(
@@ -481,6 +509,14 @@ def resolve(args: argparse.Namespace) -> Settings:
         # Every server, rather than servers named one by one: no --servers (or "all"), no --compare.
         everything = not compare and all(n.strip() in ("", "all") for n in (names or "").split(","))
         _ab_and_http11(s, everything=everything)
+    if part is not None:  # the servers the run would measure whole, shared out
+        try:
+            s.servers, s.shard = sharding.plan(s.servers, known, *part,
+                                               sharding.DEFAULT_ANCHORS if anchors is None else anchors)
+        except sharding.AnchorError as e:
+            raise RunError(f"{_flag(sources, 'anchors')} {','.join(anchors or sharding.DEFAULT_ANCHORS)}: {e}") from e
+        except ValueError as e:
+            raise RunError(f"{_flag(sources, 'shard')} {part[0]}/{part[1]}: {e}") from e
     s.client_cpu, s.server_cpu = pin(s.pinning, s.client_cpu, s.server_cpu)
     mode = setting(args, "prepare_ahead", "auto", sources, _choice(("auto", "on", "off"), "prepare-ahead mode"))
     s.prepare_cpu = prepare_cpu(mode, s.pinning, s.server_cpu)
@@ -549,6 +585,12 @@ def print_settings(s: Settings, run_name: str, java: str, out) -> None:
         rows.insert(2, ("note", s.left_out_reason, "client"))
     for note in s.notes:
         rows.insert(2, ("note", note, "http"))
+    if s.shard:
+        sh = s.shard
+        rows.insert(2, ("shard", f"{sh.index} of {sh.count}: {len(sh.mine)} of the "
+                        f"{sum(len(x) for x in sh.parts)} servers, expected {sh.expected_s[sh.index - 1]:.0f} s of "
+                        f"pairs (the parts: {', '.join(f'{x:.0f}' for x in sh.expected_s)} s; costs: {sh.costs}); "
+                        f"anchors on every shard: {', '.join(sh.anchors) or 'none'}", "shard"))
     if s.hold:
         rows.append(("hold", f"each server process idle for at least {s.hold:g} s after its warm-up (a method check)",
                      "hold"))
@@ -565,9 +607,28 @@ def profiles(argv: list[str]) -> bool:
         return True
 
 
+def shard_servers(argv: list[str]) -> str | None:
+    """The servers a sharded run with these arguments measures, as --servers names them (a variant by its spec), so
+    that scripts/run-all.sh builds only their jars; None for a run that is not sharded, or whose arguments do not
+    resolve (the driver reports what is wrong with them)."""
+    try:
+        s = resolve(build_parser("").parse_args(argv))
+    except (RunError, SystemExit, ValueError):
+        return None
+    if s.shard is None:
+        return None
+    return ",".join(x.variant.spec if x.variant else x.name for x in s.servers if not (x.baseline or x.reference))
+
+
 if __name__ == "__main__":
     import sys
     # python3 -m latency_diff.settings profiles ARGS...: exit 0 when the run would profile, 1 when not.
+    # python3 -m latency_diff.settings shard-servers ARGS...: a sharded run's servers (exit 0), or exit 1.
+    if sys.argv[1:2] == ["shard-servers"]:
+        servers = shard_servers(sys.argv[2:])
+        if servers is not None:
+            print(servers)
+        sys.exit(0 if servers is not None else 1)
     if sys.argv[1:2] != ["profiles"]:
-        sys.exit("usage: python3 -m latency_diff.settings profiles [DRIVER ARGS]")
+        sys.exit("usage: python3 -m latency_diff.settings profiles|shard-servers [DRIVER ARGS]")
     sys.exit(0 if profiles(sys.argv[2:]) else 1)

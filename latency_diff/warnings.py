@@ -315,6 +315,20 @@ class BusyMachine(RunWarning):
 
 
 @dataclass(frozen=True)
+class HostSpreadUnknown(RunWarning):
+    """A table merged from shards (merge.py) whose anchors give no spread between hosts: none was measured valid on
+    two shards or more."""
+    shards: int
+
+    @property
+    def text(self) -> str:
+        return (f"the hosts' spread is not known: no anchor was measured on two or more of the {self.shards} shards "
+                "with an interval, so rows of different shards are compared as if their hosts were alike, and a mark "
+                "or a rank between them may be the hosts'; shard with anchors (run-all.sh --shard I/N --anchors "
+                "NAME,NAME), measured on every shard")
+
+
+@dataclass(frozen=True)
 class FileNote(RunWarning):
     note: str
 

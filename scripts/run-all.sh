@@ -27,6 +27,7 @@ Examples:
   ./scripts/run-all.sh --compare undertow undertow@1.0.15.Final   # head to head: a release against another
   ./scripts/run-all.sh --pinning split --client ab   # the study's set-up and client
   ./scripts/run-all.sh --profile original    # ab alone, each process serving the study's 10,000,000 requests
+  ./scripts/run-all.sh --shard 2/3           # this machine's part of three (then: scripts/analyze.py merge RUN...)
 
 USAGE
 }
@@ -58,7 +59,10 @@ main() {
   if "$PYTHON" -m latency_diff.settings profiles "$@" 2>/dev/null; then
     ensure_async_profiler
   fi
-  build_jars package "" "$(servers_arg "$@")"
+  # A shard builds only the servers of its part (and the anchors); any other run, what --servers names.
+  local servers
+  servers="$("$PYTHON" -m latency_diff.settings shard-servers "$@" 2>/dev/null)" || servers="$(servers_arg "$@")"
+  build_jars package "" "$servers"
   build_native if-stale
   exec "$PYTHON" -m latency_diff.cli "$@"
 }

@@ -65,5 +65,6 @@ def render(r: RunResult) -> str:
             "ref_ns": r.ref, "host_speed": r.host_speed, "scaling": to_json(r.scaling),
             "measure_share": r.measure_share,
             "checks": tables.checks(r), "warnings": tables.all_warnings(r),
-            "findings": tables.findings(r), "env": r.env, "servers": servers}
+            "findings": tables.findings(r), "env": r.env, **({"merge": r.merge} if r.merge else {}),
+            "servers": servers}
     return json.dumps(data, indent=2) + "\n"

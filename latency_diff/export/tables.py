@@ -107,8 +107,26 @@ def main_table(r: RunResult, *, compact: bool = False) -> Table:
         drop = {"threading", "target [us]", "ab 95% CI [us]", "alloc/req [B]", "unscaled [us]"}
         keep = [i for i, col in enumerate(cols) if col not in drop]
         cols, out = [cols[i] for i in keep], [[row[i] for i in keep] for row in out]
+    cols, out = _with_shards(r, cols, out)
     first = cols.index("diff [us]")
     return tuple(cols), out, set(range(first, len(cols)))
+
+
+def shards_text(r: RunResult, s: ServerResult) -> str:
+    """Where a row of a merged table was measured: its shard, or the shards it is pooled over ("all": every one)."""
+    if s.shards is None:
+        return "-"
+    if r.merge and len(s.shards) > 1 and len(s.shards) == len(r.merge.get("shards", ())):
+        return "all"
+    return ", ".join(map(str, s.shards))
+
+
+def _with_shards(r: RunResult, cols: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """A merged table's rows with the shard each was measured on, after the server's name; a run's own, unchanged."""
+    if r.merge is None:
+        return cols, rows
+    return [cols[0], "shard", *cols[1:]], [[row[0], shards_text(r, s), *row[1:]] for row, s in zip(rows, r.ranked,
+                                                                                               strict=True)]
 
 
 def brief_table(r: RunResult) -> Table:
@@ -125,7 +143,9 @@ def brief_table(r: RunResult) -> Table:
         diff = us(s.diff.mean) + (f" ({s.primary})" if s.primary != r.primary else "") + \
             (f" {NOT_SIGNIFICANT}" if s.differs_from_previous is False else "")
         out.append([_name(s) + mark, diff, ci_text(s.diff), f"{c.ratio.mean:.3f}", str(s.diff.n), _stopped(s)])
-    return cols, out, set(range(1, len(cols)))
+    wide, out = _with_shards(r, list(cols), out)
+    first = wide.index("diff [us]")
+    return tuple(wide), out, set(range(first, len(wide)))
 
 
 def study_table(r: RunResult) -> Table:
@@ -317,6 +337,16 @@ def head_to_head_table(r: RunResult) -> Table | None:
     return cols, rows, {1, 2, 3, 4}
 
 
+def difference(r: RunResult, a: ServerResult, b: ServerResult) -> Summary:
+    """a's diff minus b's, in ns, with a Welch 95% interval over both rows' pairs (each sd bounded below as in its
+    row's interval); in a table merged from shards, rows measured on different shards also carry the hosts' spread
+    (merge.difference)."""
+    if r.merge is not None:
+        from ..merge import difference as across_shards
+        return across_shards(r, a, b)
+    return stats.welch_difference(a.estimates, b.estimates, a.estimate_sd, b.estimate_sd)
+
+
 def variant_table(r: RunResult) -> Table | None:
     """Each variant against its server measured in the same run: the difference of the two diffs."""
     by_name = {s.name: s for s in r.ranked}
@@ -325,7 +355,7 @@ def variant_table(r: RunResult) -> Table | None:
         base = by_name.get(s.variant_of or "") if s.is_variant else None
         if base is None or len(s.estimates) < 2 or len(base.estimates) < 2:
             continue
-        change = stats.welch_difference(s.estimates, base.estimates, s.estimate_sd, base.estimate_sd)
+        change = difference(r, s, base)
         verdict = change_verdict(change)
         rows.append([s.name, base.name, us(s.diff.mean), us(base.diff.mean), us(change.mean), ci_text(change),
                      f"{change.mean / base.diff.mean:+.0%}" if abs(base.diff.mean) > 1 else "-", verdict])
@@ -344,7 +374,7 @@ def framework_table(r: RunResult) -> Table | None:
         under = by_name.get(s.runs_on or "")
         if under is None or len(s.estimates) < 2 or len(under.estimates) < 2:
             continue
-        over = stats.welch_difference(s.estimates, under.estimates, s.estimate_sd, under.estimate_sd)
+        over = difference(r, s, under)
         rows.append([s.name, under.name, us(s.diff.mean), us(under.diff.mean), us(over.mean), ci_text(over)])
     if not rows:
         return None
@@ -429,10 +459,24 @@ def headline(r: RunResult) -> str:
     ref = r.ref.get(r.primary)
     at = f"; diffs at a baseline round trip of {us(ref)} us" if ref else ""
     against = r.baseline.name if r.baseline and r.baseline.name != "dummy" else "the dummy"
-    return (f"latency-diff run {r.run_id} ({r.status}{took}): process pairs against {against}, {how}, profile "
+    return (f"latency-diff run {r.run_id} ({r.status}{took}{_part(r)}): process pairs against {against}, {how}, "
+            "profile "
             f"{cfg.get('profile')}, precision target ±max({cfg.get('precision_floor_us')} us, "
             f"{cfg.get('precision_pct')}%){at}; {_pinning_short(cfg)}; clients {' and '.join(r.clients)} (diffs "
             f"from {r.primary}); JDK {jdk}; {r.env.get('cpu_model') or 'unknown CPU'}")
+
+
+def _part(r: RunResult) -> str:
+    """What part of a sharded run this is (", shard I of N"), or what a merged table is merged from; else nothing."""
+    shard = r.settings.get("shard")
+    if shard:
+        return f", shard {shard['index']} of {shard['count']}"
+    if r.merge:
+        runs = r.merge["runs"]
+        count = r.merge.get("count")
+        return (f", merged from {len(runs)} shard(s) of {count}: {', '.join(x['run_id'] for x in runs)}" if count
+                else f", from run {runs[0]['run_id']}")
+    return ""
 
 
 def _pinning_short(cfg: dict) -> str:
@@ -446,12 +490,37 @@ def _pinning_short(cfg: dict) -> str:
 
 def host_speed_line(r: RunResult) -> str | None:
     """The host's speed in the run, once under the table: the rows are ratios at the median dummy round trip."""
+    if r.merge:
+        return _merged_reference_line(r)
     h = r.host_speed
     if not h:
         return None
     return (f"Host speed: the dummy's round trip over the run's {h['pairs']} pairs ranged {us(h['low_ns'])} to "
             f"{us(h['high_ns'])} us (sd {_pct(h['rel_sd'])}); every row is a ratio to its own pair's dummy, shown in "
             f"us at the median, {us(h['ref_ns'])} us. Compare other runs and hosts by ratio.")
+
+
+def _merged_reference_line(r: RunResult) -> str:
+    """A merged table's reference and hosts' spread, stated once under it."""
+    m = r.merge
+    refs = ", ".join(f"{us(x['ref_ns'])}" for x in m["runs"])
+    h = r.host_speed or {}
+    line = (f"Reference: every row is a ratio to its own pair's dummy, shown in us at {us(m['ref_ns'])} us, the median "
+            f"of the shards' reference round trips ({refs} us"
+            + (f"; the dummy's round trip over their {h['pairs']} pairs ranged {us(h['low_ns'])} to "
+               f"{us(h['high_ns'])} us" if h.get("pairs") else "") + "). Each row's interval is its own shard's; a "
+            "row measured on every shard (the anchors, the ladder) is pooled over them.")
+    spread = m.get("host_spread") or {}
+    if len(m["runs"]) < 2:
+        return line + " Compare other runs and hosts by ratio."
+    if spread.get("rel_sd") is None:
+        return line + (" Hosts' spread: not known (no anchor measured on two shards or more), so rows of different "
+                       "shards are compared as if their hosts were alike.")
+    anchors = ", ".join(spread.get("anchors", {}))
+    return line + (f" Hosts' spread: {_pct(spread['rel_sd'])} of a ratio (sd between shards beyond the pairs' noise, "
+                   f"from the anchors {anchors}); it is in every comparison of rows of different shards (the "
+                   f"{NOT_SIGNIFICANT} marks, the variant and framework tables). Compare other runs and hosts by "
+                   "ratio.")
 
 
 def pinning_sentence(r: RunResult) -> str:
@@ -527,7 +596,7 @@ def checks(r: RunResult) -> list[str]:
                                                                          "does NOT contain 0 (see warnings)"))
     elif null is not None:
         out.append("null pair: " + (null.reason or "fewer than 2 pairs, no interval"))
-    ratio = ev.floor_ratio(r)
+    ratio = ev.floor_ratio(r) if r.merge is None else None  # a merge: each shard's report checks its own floor
     if ratio is not None and ratio.rel_spread is not None:
         ok = ratio.rel_spread <= ev.FLOOR_RATIO_SD_MAX
         out.append(f"floor over dummy: ratio {ratio.mean:.3f}, relative sd {ratio.rel_spread:.1%} over {ratio.n} "
