@@ -514,8 +514,8 @@ def _merged_reference_line(r: RunResult) -> str:
     if len(m["runs"]) < 2:
         return line + " Compare other runs and hosts by ratio."
     if spread.get("rel_sd") is None:
-        return line + (" Hosts' spread: not known (no anchor measured on two shards or more), so rows of different "
-                       "shards are compared as if their hosts were alike.")
+        return line + (" Hosts' spread: not known (no anchor has an interval on two shards or more), so rows of "
+                       "different shards are compared as if their hosts were alike.")
     anchors = ", ".join(spread.get("anchors", {}))
     return line + (f" Hosts' spread: {_pct(spread['rel_sd'])} of a ratio (sd between shards beyond the pairs' noise, "
                    f"from the anchors {anchors}); it is in every comparison of rows of different shards (the "
