@@ -25,6 +25,8 @@ server valid in one run only (with why), and every server that could not be comp
 (latency-diff/run/4); a run of an earlier
 single-server format is refused with a message saying so (one error line, exit status 1). Exit
 status: 0; 1 on an unreadable run; RUN_DIR: 3 when the run is incomplete (compare says so in a note).
+A gate (compare --fail-if-slower MARGIN, or RUN_DIR of a run-all.sh --compare A B --fail-if-slower MARGIN
+run): 0 PASS, 1 FAIL, 3 UNDECIDED (an incomplete run too), 2 a usage error (gate.py).
 
 hosts: runs of different machines side by side (latency_diff/hosts.py): per server its diff, ratio, rank
 and work per request in each run, the pairs of servers whose order flips, and per run that counted the
@@ -333,7 +335,7 @@ def main_compare(argv: list[str]) -> int:
     try:
         margin = gate.parse_margin(args.fail_if_slower) if args.fail_if_slower else None
     except ValueError as e:
-        parser.error(str(e))
+        parser.error(f"--fail-if-slower {args.fail_if_slower}: {e}")
     try:
         a, b = evaluate.build(args.run_a), evaluate.build(args.run_b)
     except evaluate.AnalysisError as e:
@@ -360,20 +362,18 @@ def main_compare(argv: list[str]) -> int:
 def _gate(changes: list, margin: gate.Margin, names: list[str] | None) -> int:
     """Prints the gate's verdict per judged server and returns the exit status (gate.py)."""
     judged = [c for c in changes if names is None or c[0] in names]
-    missing = sorted(set(names or ()) - {c[0] for c in judged})
-    codes = [gate.UNDECIDED] * len(missing)
-    for name in missing:
-        print(f"gate: {name}: not compared (see the notes): UNDECIDED")
+    verdicts = [gate.Judged(name, gate.UNDECIDED) for name in sorted(set(names or ()) - {c[0] for c in judged})]
     for name, change, ref, diff_a in judged:
-        m = margin.ns(diff_a)
         low = None if change.ci95_low is None else change.ci95_low * ref
         high = None if change.ci95_high is None else change.ci95_high * ref
-        code = gate.verdict(low, high, m)
-        codes.append(code)
-        span = "no interval" if low is None else f"[{low / 1000:+.2f}, {high / 1000:+.2f}]"
-        print(f"gate: {name}: B minus A {change.mean * ref / 1000:+.2f} us {span} against a margin of "
-              f"{m / 1000:.2f} us ({margin}): {gate.WORDS[code]}")
-    code = gate.combine(codes)
+        verdicts.append(gate.judge(name, change.mean * ref, low, high, margin, diff_a))
+    return _say(verdicts, margin)
+
+
+def _say(verdicts: list[gate.Judged], margin: gate.Margin) -> int:
+    for v in verdicts:
+        print(v.line(margin))
+    code = gate.combine([v.code for v in verdicts])
     print(f"gate: {gate.WORDS[code]} (exit {code})")
     return code
 
@@ -482,7 +482,18 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quiet:
         print(terminal.render(result))
     print("Files: " + ", ".join(str(p) for p in written))
+    if result.settings.get("fail_if_slower") and result.settings.get("compare"):
+        code = _gate_run(result, gate.parse_margin(result.settings["fail_if_slower"]))
+        if result.status != "complete":
+            print(f"gate: the run is incomplete: UNDECIDED (exit {gate.UNDECIDED})")
+            return gate.UNDECIDED
+        return code
     return 0 if result.status == "complete" else 3
+
+
+def _gate_run(r: RunResult, margin: gate.Margin) -> int:
+    """The gate of a head-to-head run (run-all.sh --compare A B --fail-if-slower M): B's row is B - A."""
+    return _say([gate.judge_run(r, margin)], margin)
 
 
 if __name__ == "__main__":

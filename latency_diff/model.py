@@ -84,6 +84,8 @@ class Pair:
     #: Its profiling window's record (records.PairRecord.profile) and collapsed stacks, if it had one.
     profile: dict | None = internal(default=None)
     stacks: str | None = internal(default=None)
+    #: Whether the run kept its profile's flame graph (a committed run may leave its profiles.jsonl.xz out).
+    flamegraph: bool = internal(default=False)
 
     @property
     def valid(self) -> bool:
@@ -186,7 +188,8 @@ class ServerResult:
     clients_agree: bool | None = None
     #: Whether the scaled and the unscaled diff's intervals overlap (None: fewer than 2 pairs).
     scaling_agrees: bool | None = None
-    #: Why the run gave it no more pairs (stopping.REASONS: met, budget, out of reach, max pairs, failed) and after how
+    #: Why the run gave it no more pairs (stopping.REASONS: met, budget, out of reach, max pairs, failed,
+    #: decided) and after how
     #: many; None for a run that did not record it (before the rule had one home) or a server it never stopped.
     stop: str | None = None
     stop_pairs: int | None = None

@@ -7,7 +7,10 @@ it stops when the interval is within the precision target, at --max-pairs, when 
 expected cost, ServerState.cost) no longer fits in its --budget and what it may borrow (--borrow),
 when the pairs its interval needs at its spread so far are out of reach (stopping.REACH budgets), or
 when a pair failed; the reason is
-kept and recorded in run.json. Diffs are scaled to the run's reference baseline round trip so far, as
+kept and recorded in run.json. In a gated head-to-head run (--compare A B --fail-if-slower M), B aims at the
+gate's decision instead of the target: it stops as soon as its interval of B - A (the one the analysis reports,
+never narrower than the target) clears M on either side, out of reach when the pairs to get there would cost
+too much, or on its budget (undecided). Diffs are scaled to the run's reference baseline round trip so far, as
 the analysis will scale them. The segments per pair follow the measured variances
 (paired.optimal_units): where the JVM-to-JVM spread dominates, a pair gets fewer segments, so that the
 time goes to more pairs.
@@ -19,7 +22,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from . import paired, stopping
+from . import gate, paired, stopping
 from .prior import Prior
 from .servers import Server
 from .settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
@@ -124,6 +127,32 @@ class Schedule:
         iv, ref = self.interval(st), self.reference_ns()
         return iv is not None and stopping.met(iv, ref, settings.precision_floor * 1000, settings.precision / 100)
 
+    def gated(self, st: ServerState, settings: Settings) -> bool:
+        """Whether the server is B of a gated head-to-head run, stopped by the gate's decision."""
+        return settings.fail_if_slower is not None and bool(settings.compare) and st.server.name == settings.compare[1]
+
+    def margin_ns(self, settings: Settings) -> float | None:
+        """The gate's margin in ns; for a margin in percent, of A's diff (A - dummy: the dummy is measured against
+        A), None while the dummy has no pair."""
+        margin, ref = settings.fail_if_slower, self.reference_ns()
+        if margin is None or ref is None:
+            return None
+        if margin.unit == "us":
+            return margin.ns(0.0)
+        dummy = next((x for x in self.states if x.server.name == "dummy" and x.pair_estimates), None)
+        return None if dummy is None else margin.ns((1 - statistics.fmean(dummy.ratios())) * ref)
+
+    def verdict(self, st: ServerState, settings: Settings) -> int:
+        """The gate's verdict on B's pairs so far (gate.PASS, FAIL or UNDECIDED), by the interval of B - A the analysis
+        will report: in microseconds at the reference round trip, never narrower than the precision target."""
+        ref, m = self.reference_ns(), self.margin_ns(settings)
+        if ref is None or m is None or st.pairs < 2:
+            return gate.UNDECIDED
+        iv = stopping.interval(st.ratios(), ref, within_var=st.within_variance(), run_rel_sd=self.run_spread(),
+                               prior=self.priors.get(st.server.name),
+                               target=(settings.precision_floor * 1000, settings.precision / 100))
+        return gate.verdict(iv.diff.ci95_low, iv.diff.ci95_high, m)
+
     def decide(self, st: ServerState, settings: Settings) -> str | None:
         """Why the server gets no more pairs, or None while it should get another; a decision is kept."""
         if not st.stopped:
@@ -131,12 +160,15 @@ class Schedule:
         return st.stopped
 
     def _decision(self, st: ServerState, settings: Settings) -> str | None:
-        return stopping.decide(
+        gated = self.gated(st, settings)
+        done = self.verdict(st, settings) != gate.UNDECIDED if gated else self.met(st, settings)
+        why = stopping.decide(
             pairs=st.pairs, min_pairs=self.min_pairs(st, settings), max_pairs=settings.max_pairs,
-            target_met=self.met(st, settings), failed=st.failed is not None, spent_s=st.spent,
+            target_met=done, failed=st.failed is not None, spent_s=st.spent,
             next_pair_s=st.cost() if st.pair_seconds else None, budget_s=settings.budget,
             pairs_needed=self._pairs_needed(st, settings, optimistic=True), limit_s=self.limit(st, settings),
             pairs_needed_at_sd=self._pairs_needed(st, settings))
+        return stopping.DECIDED if gated and why == stopping.MET else why
 
     def limit(self, st: ServerState, settings: Settings) -> float:
         """The seconds the server may spend in all: its --budget, and what it may borrow (--borrow budgets at most)
@@ -159,6 +191,11 @@ class Schedule:
             return "failed"
         if iv is None or iv.ratio.half_width is None or ref is None:
             return f"{st.pairs} pair(s), no interval yet"
+        if self.gated(st, settings):
+            m = self.margin_ns(settings)
+            word = gate.WORDS[self.verdict(st, settings)]
+            return (f"B - A {iv.diff.mean / 1000:+.2f} us after {iv.ratio.n} pairs (gate: margin "
+                    + ("unknown yet" if m is None else f"{m / 1000:.2f} us") + f", {word.lower()} so far)")
         goal = stopping.target_ns(iv.diff.mean, settings.precision_floor * 1000, settings.precision / 100)
         half = iv.ratio.half_width * ref
         return (f"{iv.diff.mean / 1000:.2f} ± {half / 1000:.2f} us after {iv.ratio.n} pairs "
@@ -214,9 +251,20 @@ class Schedule:
         first = self.min_pairs(st, settings)
         if iv is None or ref is None or iv.stop_sd is None or st.pairs < max(2, first):
             return None
-        if self.met(st, settings):
+        target = stopping.target_ns(iv.diff.mean, settings.precision_floor * 1000, settings.precision / 100)
+        if self.gated(st, settings):
+            # The half-width that clears the margin. While the margin is within the fixed width of the mean, no
+            # number of pairs clears it unless the mean moves: not judged (the budget stops it).
+            m = self.margin_ns(settings)
+            if self.verdict(st, settings) != gate.UNDECIDED:
+                return st.pairs
+            if m is None or abs(iv.diff.mean - m) <= target:
+                return None
+            goal = abs(iv.diff.mean - m)
+        elif self.met(st, settings):
             return st.pairs
-        goal = stopping.target_ns(iv.diff.mean, settings.precision_floor * 1000, settings.precision / 100)
+        else:
+            goal = target
         prior = self.priors.get(st.server.name)
         return stopping.pairs_needed(iv.stop_sd * ref, st.pairs, goal, settings.max_pairs, optimistic,
                                      tau_sd=iv.tau_sd * ref, prior_df=prior.df if prior else 0)

@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import KIT_ROOT, stopping
+from . import KIT_ROOT, gate, stopping
 from . import shard as sharding
 from .servers import Server, ServerError, discover, select
 
@@ -86,6 +86,8 @@ class Settings:
     sources: dict[str, str]
     #: --compare A B: the names of A (the baseline) and B, else None.
     compare: list[str] | None = None
+    #: --fail-if-slower with --compare: the gate's margin; B's pairs then stop once its interval clears it.
+    fail_if_slower: gate.Margin | None = None
     #: Seconds a prepared server process is held idle after its warm-up, at least, before it is measured (a
     #: method check, `bench.sh sensitivity`; 0: measured as soon as its turn comes).
     hold: float = 0.0
@@ -146,6 +148,7 @@ class Settings:
             "jvm_flags": self.jvm_flags, "results_dir": _portable(self.results_dir),
             "start_timeout_s": self.start_timeout,
             "allow_concurrent": self.allow_concurrent, "sources": self.sources, "compare": self.compare,
+            **({"fail_if_slower": str(self.fail_if_slower)} if self.fail_if_slower else {}),
             "hold_s": self.hold, "lend_cpu": self.lend_cpu, "agent": self.agent,
             **({"left_out": self.left_out, "left_out_reason": self.left_out_reason} if self.left_out else {}),
             **({"notes": self.notes} if self.notes else {}),
@@ -182,6 +185,10 @@ def build_parser(description: str) -> argparse.ArgumentParser:
                    "against A in process pairs, A taking the dummy's place (the dummy is measured against A too, and "
                    "a second A process is the null pair); the report gives B - A with its interval and whether it is "
                    "significant. E.g. --compare undertow undertow@1.0.15.Final")
+    p.add_argument("--fail-if-slower", metavar="MARGIN", help="with --compare: a gate for CI. B's pairs stop as "
+                   "soon as the interval of B - A clears MARGIN on either side (or on its budget), and the exit "
+                   "status says which: 0 B is not slower than A by more than MARGIN, 1 it is, 3 undecided, 2 a "
+                   "usage error. MARGIN in microseconds (1us) or percent of A's diff (10%%)")
     p.add_argument("--shard", metavar="I/N", help="measure the I-th of N parts of the chosen servers (after "
                    "--servers and --variant), split by each server's expected time (the committed runs' times: "
                    "latency_diff/costs.json), the same on every machine, so that N machines running I = 1 to N cover "
@@ -433,6 +440,10 @@ def resolve(args: argparse.Namespace) -> Settings:
     variants = setting(args, "variant", [], sources,
                        lambda v: v if isinstance(v, list) else [x.strip() for x in v.split("|") if x.strip()])
     compare = setting(args, "compare", None, sources, _pair_of_names)
+    margin = setting(args, "fail_if_slower", None, sources, gate.parse_margin)
+    if margin is not None and not compare:
+        raise RunError(f"{_flag(sources, 'fail_if_slower')} gates B against A: give --compare A B too (or gate two "
+                       "runs with scripts/analyze.py compare RUN_A RUN_B --fail-if-slower MARGIN)")
     part = setting(args, "shard", None, sources, sharding.parse_shard)
     anchors = setting(args, "anchors", None, sources, sharding.parse_anchors)
     if anchors is not None and part is None:
@@ -482,7 +493,7 @@ def resolve(args: argparse.Namespace) -> Settings:
         results_dir=Path(setting(args, "results_dir", str(KIT_ROOT / "results"), sources)),
         start_timeout=setting(args, "start_timeout", 60.0, sources, non_negative),
         allow_concurrent=setting(args, "allow_concurrent", False, sources, parse_bool),
-        sources=sources, compare=[x.name for x in servers[:2]] if compare else None,
+        sources=sources, compare=[x.name for x in servers[:2]] if compare else None, fail_if_slower=margin,
         hold=setting(args, "hold", 0.0, sources, non_negative),
         lend_cpu=setting(args, "lend_cpu", "on", sources, _choice(("on", "off"), "lend-cpu mode")) == "on",
         agent=setting(args, "agent", "on", sources, _choice(("on", "off"), "agent mode")) == "on",

@@ -60,9 +60,11 @@ Z = 1.959964
 ABS_TARGET_NS = 500.0
 REL_TARGET = 0.05
 
-#: Why a server stopped getting pairs.
-MET, BUDGET, OUT_OF_REACH, MAX_PAIRS, FAILED = "met", "budget", "out of reach", "max pairs", "failed"
-REASONS = (MET, BUDGET, OUT_OF_REACH, MAX_PAIRS, FAILED)
+#: Why a server stopped getting pairs; DECIDED: B of a gated head-to-head run (--fail-if-slower), whose interval
+#: cleared the gate's margin on one side.
+MET, BUDGET, OUT_OF_REACH, MAX_PAIRS, FAILED, DECIDED = \
+    "met", "budget", "out of reach", "max pairs", "failed", "decided"
+REASONS = (MET, BUDGET, OUT_OF_REACH, MAX_PAIRS, FAILED, DECIDED)
 #: A server whose projected pairs would cost more than this many budgets stops at once: replayed on the six committed
 #: runs of every server of 25-27 November, no server that met its target would have stopped for it (at 1.0, ten servers
 #: of the six runs would have; at 4/3, two), and the runs' pairs would have taken 0.7 to 3.4 min less (docs/method.md).

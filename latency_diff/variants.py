@@ -7,11 +7,12 @@ A variant is written SERVER[@VERSION][:KEY=VALUE[;KEY=VALUE...]]:
     undertow:java=/usr/lib/jvm/jdk-21       another JDK (its home, or its java): its module's release or newer
     undertow:jvm=-XX:+UseSerialGC           JVM flags after the run's own (a later flag wins)
     undertow:java=/opt/jdk21;jvm=-Xint;name=u21   several at once; name= chooses the row's name
+    undertow:name=again                     nothing but the name: the server against itself (an A/A check)
 
 Each gets a name of its own (`name=`, or one made of its parts: undertow@1.0.15.Final,
 undertow+jdk21, undertow+useserialgc) and is measured, reported and compared like any server. A
 bad variant (no such server, a version on a module without a version property, a path that is not
-a JDK, a JDK older than 21, flags the JVM refuses) stops the run before anything is measured, with
+a JDK, a JDK older than its module's release, flags the JVM refuses) stops the run before anything is measured, with
 one line; a version that does not resolve stops the build.
 """
 
@@ -85,7 +86,8 @@ def parse(spec: str, servers: dict[str, Server], default_java: str = "java") -> 
             raise VariantError(f"variant {spec!r}: {part!r} is not KEY=VALUE with KEY one of {', '.join(KEYS)}")
         settings[key] = value
     if not version and not settings:
-        raise VariantError(f"variant {spec!r} changes nothing: give @VERSION, java=, or jvm=")
+        raise VariantError(f"variant {spec!r} changes nothing: give @VERSION, java=, jvm=, or name= (the server "
+                           "itself under another name, an A/A check)")
     suffix: list[str] = []
     shown: list[str] = [version] if version else []
     if version:
@@ -122,5 +124,5 @@ def parse(spec: str, servers: dict[str, Server], default_java: str = "java") -> 
     if not base.is_java and (java or flags):
         raise VariantError(f"variant {spec!r}: {name} is not a Java server: java= and jvm= do not apply")
     variant = Variant(spec=spec, of=base.name, version=version or None, java=java, jvm_flags=flags)
-    display = f"{base.display} ({', '.join(shown)})"
+    display = f"{base.display} ({', '.join(shown) if shown else 'itself, as ' + label})"
     return dataclasses.replace(base, name=label, display=display, variant=variant, alias_of=base.wire_name)

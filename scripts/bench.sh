@@ -21,9 +21,9 @@ USAGE
 main() {
   local name="${1:-}"
   case "$name" in
-    robustness|interleave|warmup|pinning|matrix|coverage|sensitivity|windows|independent|firstrun|lend) ;;
+    robustness|interleave|warmup|pinning|matrix|coverage|sensitivity|windows|independent|firstrun|lend|gate) ;;
     -h|--help) usage; exit 0 ;;
-    *) err "name a benchmark: robustness, interleave, warmup, pinning, matrix, coverage, sensitivity, windows, independent, firstrun or lend"; usage >&2; exit 2 ;;
+    *) err "name a benchmark: robustness, interleave, warmup, pinning, matrix, coverage, sensitivity, windows, independent, firstrun, lend or gate"; usage >&2; exit 2 ;;
   esac
   local arg
   for arg in "$@"; do

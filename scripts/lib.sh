@@ -333,7 +333,7 @@ maven() {
 # (or LATENCY_DIFF_VARIANT), and A and B of --compare; "all" for a run of every server, which leaves out the
 # matrix_only ones (server.toml), so that it does not build them either.
 servers_arg() {
-  local want="" arg extra=()
+  local want="" arg extra=() compare=()
   while (($#)); do
     arg="$1"; shift
     case "$arg" in
@@ -341,15 +341,19 @@ servers_arg() {
       --servers=*) want="${arg#--servers=}" ;;
       --variant) extra+=("${1:-}"); shift || true ;;
       --variant=*) extra+=("${arg#--variant=}") ;;
-      --compare) extra+=("${1:-}" "${2:-}"); shift 2 || true ;;
+      --compare) compare+=("${1:-}" "${2:-}"); shift 2 || true ;;
     esac
   done
+  if [[ -n "${LATENCY_DIFF_COMPARE:-}" && ${#compare[@]} -eq 0 ]]; then
+    IFS='|' read -r -a compare <<<"$LATENCY_DIFF_COMPARE"  # A|B, as the driver reads it
+  fi
+  if (( ${#compare[@]} )); then  # a head-to-head run measures A and B (and the dummy) only
+    (IFS=,; echo "${compare[*]}")
+    return
+  fi
   want="${want:-${LATENCY_DIFF_SERVERS:-}}"
   if [[ -n "${LATENCY_DIFF_VARIANT:-}" && ${#extra[@]} -eq 0 ]]; then
     IFS='|' read -r -a extra <<<"$LATENCY_DIFF_VARIANT"
-  fi
-  if [[ -n "${LATENCY_DIFF_COMPARE:-}" && ${#extra[@]} -eq 0 ]]; then
-    IFS='|' read -r -a extra <<<"$LATENCY_DIFF_COMPARE"  # A|B, as the driver reads it
   fi
   want="${want:-all}"
   if (( ${#extra[@]} )); then

@@ -225,3 +225,13 @@ def test_the_core_servers_modules_are_built_for_jdk_17():
         with zipfile.ZipFile(jar) as z:
             cls = next(n for n in z.namelist() if n.startswith("org/latencydiff/") and n.endswith(".class"))
             assert int.from_bytes(z.read(cls)[6:8], "big") == 61, (jar, cls)
+
+
+def test_the_gate_benchmark_refuses_what_it_cannot_run(tmp_path):
+    with pytest.raises(SystemExit, match="at least 1"):
+        bench_main(["gate", "--runs", "0", "--results-dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="margin '1ms': give a margin in microseconds"):
+        bench_main(["gate", "--margin", "1ms", "--results-dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="no java there that runs"):
+        bench_main(["gate", "--old-java", str(tmp_path / "nojdk"), "--results-dir", str(tmp_path)])
+    assert list(tmp_path.iterdir()) == []  # nothing measured, no folder left behind

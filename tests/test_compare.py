@@ -197,3 +197,16 @@ def test_the_gate_exits_on_the_change_interval_against_the_margin(tmp_path, caps
     with pytest.raises(SystemExit) as e:
         analyze.main_compare([str(a), str(b), "--fail-if-slower", "1ms"])
     assert e.value.code == 2
+
+
+def test_a_gated_head_to_head_run_exits_with_its_verdict(tmp_path, capsys):
+    # run-all.sh --compare a b --fail-if-slower M: B's row is B - A (50,000 ns: ratio 2.0 at a's 50,000 ns), and A's
+    # diff is minus the dummy's (0.9: +5,000 ns). 10% of it is 0.5 us, far below B - A: FAIL; 2000% (100 us) far
+    # above: PASS; 1000% (50 us) is B - A itself: UNDECIDED. An incomplete run is undecided whatever it shows.
+    for k, (margin, status, code) in enumerate((("10%", "complete", 1), ("2000%", "complete", 0),
+                                                ("1000%", "complete", 3), ("10%", "incomplete", 3))):
+        run = make_paired_run(tmp_path / str(k), {"b": [(50_000, 100_000)] * 3, "dummy": [(50_000, 45_000)] * 3},
+                              baseline="a", status=status, settings={"compare": ["a", "b"], "fail_if_slower": margin})
+        assert analyze.main([str(run), "--quiet"]) == code
+        out = capsys.readouterr().out
+        assert "gate: b: B minus A +50.00 us" in out and f"(exit {code})" in out

@@ -145,17 +145,20 @@ def test_quick_run_measures_every_server(tmp_path):
     assert paths == [] and record["settings"]["results_dir"] == tmp_path.name
 
 
-def test_a_quick_head_to_head_run_measures_b_against_a(tmp_path):
+def test_a_quick_head_to_head_run_measures_b_against_a_and_gates(tmp_path):
     port = free_port()
     proc = run_all("--quick", "--compare", "undertow", "undertow:jvm=-XX:+UseSerialGC", "--results-dir", str(tmp_path),
-                   "--port", str(port))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+                   "--port", str(port), "--fail-if-slower", "10%")
+    # One pair a server (--quick): B has no interval, so the gate cannot decide, and says so by its exit status.
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert "gate: UNDECIDED (exit 3)" in proc.stdout
     run_dir = the_run(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     by_name = {s["name"]: s for s in summary["servers"]}
     # A in the dummy's place, B measured against it, the dummy measured against A as a reference row, and the
     # null pair: a second A process against A.
     assert summary["settings"]["compare"] == ["undertow", "undertow+useserialgc"]
+    assert summary["settings"]["fail_if_slower"] == "10%"
     assert set(by_name) == {"undertow", "undertow+useserialgc", "dummy", "null"}
     assert by_name["undertow"]["baseline"] and by_name["dummy"]["reference"]
     assert by_name["undertow+useserialgc"]["valid"] and by_name["dummy"]["valid"]

@@ -315,13 +315,13 @@ def test_the_actions_are_pinned_to_a_major_version():
 def test_docs_ci_shows_the_gate_workflows_own_steps():
     doc = (ROOT / "docs" / "ci.md").read_text()
     (block,) = re.findall(r"```yaml\n(.*?)```", doc, re.S)
-    assert "analyze.py compare" in block and block in PR_GATE.read_text()
+    assert "run-all.sh --compare" in block and "--fail-if-slower" in block and block in PR_GATE.read_text()
 
 
 # --- the scripts they call -----------------------------------------------------------------------------------------
 
 #: The kit's scripts the files call, with the subcommand that takes the flags.
-CALLS = {"scripts/run-all.sh": None, "scripts/analyze.py merge": "merge", "scripts/analyze.py compare": "compare"}
+CALLS = {"scripts/run-all.sh": None, "scripts/analyze.py merge": "merge"}
 
 
 def _calls(text: str) -> list[tuple[str, set[str]]]:
@@ -359,7 +359,7 @@ def test_every_script_the_files_call_exists_and_accepts_the_flags_given():
             used.setdefault(call, set()).update(flags)
     assert set(used) == set(CALLS)
     assert {"--shard", "--results-dir", "--servers"} <= used["scripts/run-all.sh"]
-    assert "--fail-if-slower" in used["scripts/analyze.py compare"]
+    assert {"--compare", "--fail-if-slower"} <= used["scripts/run-all.sh"]
     for call, flags in used.items():
         assert (ROOT / call.split()[0]).is_file(), call
         missing = flags - _accepted(call)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import paired, schedule, stopping
+from latency_diff import gate, paired, schedule, stopping
 from latency_diff.histogram import Histogram
 from latency_diff.prior import Prior
 from latency_diff.servers import Server
@@ -174,6 +174,37 @@ def test_a_server_whose_pairs_are_out_of_reach_stops_at_once():
         # The time left: the 3 more pairs of 10 s it needs, at most the 30 s its budget has left and one pair more;
         # nothing once it is out of reach.
         assert sch.seconds_left(s) == ((30.0, 40.0) if reason is None else (0.0, 0.0))
+
+
+def test_a_gated_head_to_head_stops_b_on_the_gates_decision():
+    """--compare a b --fail-if-slower M: B stops once the interval the analysis reports (never narrower than the
+    target) clears M, whatever the target says; while M is within that width of its mean, only the budget stops it."""
+    def run(ratios, margin, dummy_pairs=3):
+        s = _settings(compare=["a", "b"], fail_if_slower=gate.parse_margin(margin), max_pairs=40)
+        sch = _schedule(_state("dummy"), _state("b"))
+        dummy, b = sch.states
+        for _ in range(dummy_pairs):  # the dummy against A: 0.5, so A's diff is 5,000 ns at a reference of 10,000
+            dummy.record(_units(10_000, 5_000), 10.0, 6.0, 10_000)
+        for r in ratios:
+            b.record(_units(10_000, round(10_000 * r)), 10.0, 6.0, 10_000)
+        return s, sch, b
+    # B - A 3,000 ns with no spread: [2,500, 3,500] (the target's width, 500 ns) is above 10% of 5,000 = 500: FAIL.
+    s, sch, b = run([1.3] * 3, "10%")
+    assert sch.margin_ns(s) == pytest.approx(500.0) and sch.verdict(b, s) == gate.FAIL
+    assert sch.decide(b, s) == stopping.DECIDED and "fail so far" in sch.status(b, s)
+    # B - A 0: [-500, 500] is below 1 us: PASS; at 0.5 us it straddles (500 is not below 500): not decided.
+    s, sch, b = run([1.0] * 3, "1us")
+    assert sch.verdict(b, s) == gate.PASS and sch.decide(b, s) == stopping.DECIDED
+    s, sch, b = run([1.0] * 3, "0.5us")
+    assert sch.verdict(b, s) == gate.UNDECIDED and sch._pairs_needed(b, s) is None and sch.decide(b, s) is None
+    b.spent = 55.0  # past what the budget affords: undecided for good
+    assert sch.decide(b, s) == stopping.BUDGET
+    # A margin in percent needs A's diff: before the dummy's first pair, nothing is decided.
+    s, sch, b = run([1.3] * 3, "10%", dummy_pairs=0)
+    assert sch.margin_ns(s) is None and sch.verdict(b, s) == gate.UNDECIDED and sch.decide(b, s) is None
+    # The dummy row is not gated: it stops on its target as ever.
+    s, sch, _ = run([1.3] * 3, "10%")
+    assert sch.decide(sch.states[0], s) == stopping.MET
 
 
 def test_a_further_pair_costs_its_preparation_not_the_first_pairs_windows():

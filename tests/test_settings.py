@@ -109,3 +109,13 @@ def test_profiles_says_whether_a_run_needs_async_profiler(monkeypatch):
     assert settings.profiles(["--quick"]) is False
     assert settings.profiles(["--profile-requests", "0"]) is False
     assert settings.profiles(["--no-such-option"]) is True  # the driver reports it, not the set-up
+
+
+def test_the_gate_goes_with_a_head_to_head_and_a_margin_it_can_read(monkeypatch):
+    s = resolve(["--compare", "undertow", "jetty", "--fail-if-slower", "10%"], monkeypatch)
+    assert str(s.fail_if_slower) == "10%" and s.to_dict()["fail_if_slower"] == "10%"
+    assert "fail_if_slower" not in resolve(["--servers", "undertow"], monkeypatch).to_dict()
+    with pytest.raises(RunError, match=r"--fail-if-slower gates B against A: give --compare A B too"):
+        resolve(["--servers", "undertow", "--fail-if-slower", "1us"], monkeypatch)
+    with pytest.raises(RunError, match=r"--fail-if-slower 1ms: give a margin in microseconds or percent"):
+        resolve(["--compare", "undertow", "jetty", "--fail-if-slower", "1ms"], monkeypatch)

@@ -127,3 +127,15 @@ def test_with_no_jdk_21_the_kit_installs_a_runtime_and_builds_with_the_eclipse_c
     ready = subprocess.run([str(home / "bin" / "java"), "-jar", str(jar), "--port", "bad"], capture_output=True,
                            text=True, timeout=60)
     assert ready.returncode != 0 and "port" in ready.stderr  # it runs: a bad argument is its one clear line
+
+
+@pytest.mark.parametrize("call, env, built", [
+    ("servers_arg", {}, "all"),
+    ("servers_arg --servers jetty --variant jetty:jvm=-Xint", {}, "jetty,jetty:jvm=-Xint"),
+    # A head-to-head run builds A and B (the dummy comes with any), not every module.
+    ("servers_arg --compare undertow undertow:name=again --fail-if-slower 1us", {}, "undertow,undertow:name=again"),
+    ("servers_arg", {"LATENCY_DIFF_COMPARE": "jetty|jetty@12.0.16"}, "jetty,jetty@12.0.16"),
+])
+def test_the_build_takes_the_servers_the_run_measures(call, env, built):
+    proc = lib(call, {"PATH": os.environ["PATH"], **env})
+    assert proc.returncode == 0 and proc.stdout.strip() == built, proc.stderr

@@ -36,6 +36,11 @@ def test_a_jdk_and_flags_variant_runs_with_them():
     assert cmd[:5] == [f"{JAVA_HOME}/bin/java", "-Xmx512m", "-XX:+UseSerialGC", "-Xss512k", "-jar"]
     assert cmd[cmd.index("--name") + 1] == "undertow"  # it answers as undertow: the READY line, the Server header
     assert variants.parse("undertow:jvm=-Xint;name=slow", KNOWN).name == "slow"
+    # A name alone: the server itself under another name, for an A/A check of the gate.
+    again = variants.parse("undertow:name=again", KNOWN)
+    assert again.name == "again" and again.variant.java is None and again.variant.jvm_flags == ()
+    assert again.command("java", ["-Xmx512m"], 8081) == KNOWN["undertow"].command("java", ["-Xmx512m"], 8081)
+    assert again.display == f"{KNOWN['undertow'].display} (itself, as again)"
 
 
 @pytest.mark.parametrize("spec, message", [

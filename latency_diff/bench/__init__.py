@@ -11,6 +11,7 @@
     independent the kit's ratio against a measurement made apart from it (own client, statistics, processes)
     firstrun    a newcomer's first run: a fresh clone, an empty HOME, the quick run of Undertow; minutes to the table
     lend        lending the measured CPU while a process is prepared: the same pairs with --lend-cpu on and off
+    gate        the CI gate on known cases: an old JDK's known regression must fail, A/A runs must not
 
 Targets are measured here and in committed runs, never in tests. Each writes results/<name>-<time>/.
 """

@@ -10,6 +10,7 @@ from .. import KIT_ROOT
 from . import (
     coverage,
     firstrun,
+    gate,
     independent,
     interleave,
     lend,
@@ -24,7 +25,7 @@ from . import (
 BENCHMARKS = {"robustness": robustness, "interleave": interleave, "warmup": warmup,
               "pinning": pinning, "matrix": matrix, "coverage": coverage,
               "sensitivity": sensitivity, "windows": windows, "independent": independent,
-              "firstrun": firstrun, "lend": lend}
+              "firstrun": firstrun, "lend": lend, "gate": gate}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,13 @@ def out_dir(results: Path, kind: str) -> Path:
 def run_driver(folder: Path, args: list[str], kit: Path = KIT_ROOT, python: str = sys.executable) -> tuple[Path, float]:
     """One run of a kit's driver into the fresh folder `folder`: its run directory and its wall time in minutes. Exits
     when it failed."""
+    run_dir, minutes, _ = run_gated(folder, args, kit, python, ok=(0, 3))
+    return run_dir, minutes
+
+
+def run_gated(folder: Path, args: list[str], kit: Path = KIT_ROOT, python: str = sys.executable,
+              ok: tuple[int, ...] = (0, 1, 3)) -> tuple[Path, float, int]:
+    """As run_driver, with the exit status too, any of `ok` (a gated run's PASS, FAIL and UNDECIDED by default)."""
     folder.mkdir(parents=True)
     module = "latency_diff.cli" if (kit / "latency_diff" / "cli.py").is_file() else "latency_diff.driver"
     start = time.monotonic()
@@ -35,9 +42,9 @@ def run_driver(folder: Path, args: list[str], kit: Path = KIT_ROOT, python: str 
                           cwd=kit).returncode
     minutes = (time.monotonic() - start) / 60
     runs = [d for d in folder.iterdir() if d.is_dir()]
-    if code not in (0, 3) or len(runs) != 1:
+    if code not in ok or len(runs) != 1:
         raise SystemExit(f"benchmark: the run in {folder} failed (exit status {code}); see above")
-    return runs[0], minutes
+    return runs[0], minutes, code
 
 
 @contextmanager
