@@ -293,13 +293,17 @@ def _truths(run_dir: Path, r: RunResult) -> None:
 
 
 def _read_stacks(run_dir: Path, servers: list[ServerResult]) -> None:
-    """The collapsed stacks of the pairs that were profiled, from the run's logs (read only when there are some)."""
+    """The collapsed stacks of the pairs that were profiled, from the run's logs, and whether their flame graphs are
+    kept (read only when there are some)."""
     tags = {p.profile["tag"]: p for s in servers for p in s.pairs if p.profile and p.profile.get("tag")}
     if not tags:
         return
     for obj in rundir.logs(run_dir):
         if obj.get("kind") == "profile" and obj.get("tag") in tags:
             tags[obj["tag"]].stacks = obj["text"]
+    for obj in rundir.flamegraphs(run_dir):
+        if obj.get("tag") in tags:
+            tags[obj["tag"]].flamegraph = True
 
 
 def flamegraph_name(server: str) -> str:
@@ -334,7 +338,7 @@ def _profile_of(s: ServerResult, meta: dict[str, dict]) -> None:
     s.profile = {"pair": p.pair, "event": (p.profile or {}).get("event"), "samples": samples,
                  "shares": {g: round(v, 4) for g, v in shares.items()},
                  "us_per_request": None if us is None else {g: round(v, 3) for g, v in us.items()},
-                 "flamegraph": flamegraph_name(s.name)}
+                 "flamegraph": flamegraph_name(s.name) if p.flamegraph else None}
 
 
 def _discovered(name: str) -> dict | None:

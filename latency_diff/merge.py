@@ -562,7 +562,7 @@ def _flamegraphs(out: Path, r: RunResult, shards: list[Shard]) -> list[Path]:
     """Each profiled row's flame graph, from its shard's folder (written by the shard's analysis) or its logs."""
     written = []
     for s in r.ranked:
-        if not s.profile or not s.shards:
+        if not s.profile or not s.profile.get("flamegraph") or not s.shards:
             continue
         name = evaluate.flamegraph_name(s.name)
         tag = f"{s.name}-p{s.profile['pair']}"
@@ -570,7 +570,7 @@ def _flamegraphs(out: Path, r: RunResult, shards: list[Shard]) -> list[Path]:
         for src in (x for k in s.shards for x in shards if x.index == k):  # a pooled row's profile: its first shard's
             path = src.dir / name
             text = path.read_text(encoding="utf-8") if path.is_file() else next(
-                (o["text"] for o in rundir.logs(src.dir) if o.get("kind") == "flamegraph" and o.get("tag") == tag),
+                (o["text"] for o in rundir.flamegraphs(src.dir) if o.get("tag") == tag),
                 None)
             if text is not None:
                 break
@@ -731,7 +731,7 @@ def write_by_host(out: Path, cols: list[Column]) -> list[Path]:
                         "" if s.differs_from_previous is None else s.differs_from_previous]
         data["servers"].append(entry)
         cw.writerow(csv_row)
-    for name, text in (("summary.json", json.dumps(data, indent=2) + "\n"), ("summary.csv", buf.getvalue()),
+    for name, text in (("summary.json", export.summary_json.dumps(data)), ("summary.csv", buf.getvalue()),
                        ("report.md", md), ("report.html", page)):
         try:
             rundir.write_atomic(out / name, text)

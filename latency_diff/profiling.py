@@ -5,8 +5,10 @@ server process; its round trips are not used. async-profiler (Apache-2.0, Maven 
 tools.profiler:async-profiler, its native library inside the jar; scripts/lib.sh fetches it) is loaded into the
 running JVM with `jcmd PID JVMTI.agent_load`, samples CPU time (perf_events, with kernel frames, where the host
 allows; else a timer) while the interleaved client sends the window's requests, and writes two files: the
-collapsed stacks (one line a stack: frames root to leaf, `;`-separated, and its sample count), which the run keeps
-and `where_time_goes` groups, and an interactive flame graph (HTML), which the report links.
+collapsed stacks (one line a stack: frames root to leaf, `;`-separated, and its sample count) and an interactive
+flame graph (HTML), which the report links. The run keeps both in profiles.jsonl.xz, and in its logs the stacks cut
+to the frames a sample's group is read from (`reduce`: a default run's full stacks are about 190 MB of text, 2 MB
+compressed; cut, a few KB), which `where_time_goes` groups exactly as the full ones.
 
 The groups of a sample, by its thread and its innermost frames (`group`):
 - GC and VM: a garbage collector's or the VM's own thread;
@@ -50,6 +52,9 @@ GC_THREAD = re.compile(r"^\[(GC Thread|G1 |VM Thread|VM Periodic|Service Thread|
                        r"Parallel GC|Concurrent|Monitor Deflation|Common-Cleaner|Finalizer|Reference Handler)")
 JIT_THREAD = re.compile(r"^\[(C1|C2) CompilerThre")
 JAVA_FRAME = re.compile(r"_\[[ij01]\]$")
+KERNEL_LEAF = "kernel_[k]"
+#: A thread frame's id, which no group reads: [C2 CompilerThread0 tid=1234].
+_TID = re.compile(r" tid=\d+\]$")
 
 
 class ProfileError(Exception):
@@ -177,6 +182,23 @@ def parse_collapsed(text: str) -> list[tuple[list[str], int]]:
             raise ValueError(f"collapsed stacks, line {n}: no sample count: {line[:80]!r}")
         out.append((stack.split(";"), int(count)))
     return out
+
+
+def reduce(text: str) -> str:
+    """Collapsed stacks cut to what `group` reads: each stack's thread frame (when it has one, without its thread id),
+    its innermost Java frame, and its leaf when that is a kernel frame (as KERNEL_LEAF: only that it is the kernel's
+    is read) or the stack would be empty; the samples of stacks cut alike added up. Every sample keeps its group."""
+    counts: Counter[str] = Counter()
+    for frames, n in parse_collapsed(text):
+        keep = [_TID.sub("]", frames[0])] if frames[0].startswith("[") else []
+        java = next((f for f in reversed(frames) if JAVA_FRAME.search(f)), None)
+        keep += [java] if java is not None else []
+        if frames[-1].endswith("_[k]"):
+            keep.append(KERNEL_LEAF)
+        elif not keep:
+            keep.append(frames[-1])
+        counts[";".join(keep)] += n
+    return "".join(f"{stack} {n}\n" for stack, n in sorted(counts.items()))
 
 
 def per_request(shares: dict[str, float], cpu_ns: float, jit_ns: float) -> dict[str, float]:

@@ -5,7 +5,10 @@ A run is a few files (pyperf keeps a whole benchmark in one file; a run of thous
     run.json         format, status, settings, environment and server metadata, once
     pairs.jsonl      one PairRecord a line (records.py), appended as each pair ends
     blocks.jsonl.xz  one BlockRecord a line: every client output of every measured pair, verbatim
-    logs.jsonl.xz    every server process's log and its conformance-checked response
+    logs.jsonl.xz    every server process's log and its conformance-checked response, and each profile's
+                     stacks cut to what their groups need (profiling.reduce)
+    profiles.jsonl.xz  each profile's full stacks and flame graph: large, and needed only for the flame
+                     graphs, so a committed run may leave it out (.gitignore does)
 
 and what the analysis derives from them (summary.json, summary.csv, report.md, report.html, PNG plots),
 which can always be written again. The compression follows the suffix, as in pyperf. While the run
@@ -44,8 +47,9 @@ RUN = "run.json"
 PAIRS = "pairs.jsonl"
 BLOCKS = "blocks.jsonl.xz"
 LOGS = "logs.jsonl.xz"
-#: Where blocks and logs are appended while the run goes, before they are sealed.
-APPENDING = {BLOCKS: "blocks.jsonl.gz", LOGS: "logs.jsonl.gz"}
+PROFILES = "profiles.jsonl.xz"
+#: Where blocks, logs and profiles are appended while the run goes, before they are sealed.
+APPENDING = {BLOCKS: "blocks.jsonl.gz", LOGS: "logs.jsonl.gz", PROFILES: "profiles.jsonl.gz"}
 LIVE = ".live"
 #: Formats the analysis reads, and those it names when refusing.
 OLD_FORMATS = {"latency-diff/run/1": "the single-server design", "latency-diff/run/2": "the single-server design",
@@ -133,6 +137,11 @@ class Writer:
         "progress" (the time-left estimate after a pair, JSON), "skipped" (a process prepared for a server that stopped
         meanwhile: how it ended and the wait it cost, JSON), or a window's "profile" or "flamegraph"."""
         self._append(APPENDING[LOGS], gzip_member(json.dumps({"kind": kind, "tag": tag, "text": portable_text(text)})),
+                     sync=True)
+
+    def profile(self, kind: str, tag: str, text: str) -> None:
+        """kind: a profiling window's "stacks" (collapsed) or "flamegraph" (HTML)."""
+        self._append(APPENDING[PROFILES], gzip_member(json.dumps({"kind": kind, "tag": tag, "text": text})),
                      sync=True)
 
     def live_log(self, tag: str) -> Path:
@@ -321,3 +330,12 @@ def logs(run_dir: Path) -> Iterator[dict]:
     """The records of the run's logs: {"kind", "tag", "text"}."""
     for _, _, obj in _sealed_then_appended(run_dir, LOGS, []):
         yield obj
+
+
+def flamegraphs(run_dir: Path) -> Iterator[dict]:
+    """The flame graphs of the run's profiles ({"kind", "tag", "text"}), in its logs for a run made before they had a
+    file of their own; none when the run's profiles.jsonl.xz was left out."""
+    for source in (PROFILES, LOGS):
+        for _, _, obj in _sealed_then_appended(run_dir, source, []):
+            if obj.get("kind") == "flamegraph":
+                yield obj

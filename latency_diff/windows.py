@@ -60,8 +60,9 @@ def profile(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, http: 
             say: Callable[[str], None]) -> None:
     """The profiling window: async-profiler in the server's JVM while the interleaved client sends it
     --profile-requests over two connections, both to the server: the dummy's requests would only add time
-    (profiling.py). The collapsed stacks and the flame graph go to the run's logs
-    (kinds "profile" and "flamegraph", the server process's tag); rec.profile says how it went. A profiler that
+    (profiling.py). The collapsed stacks and the flame graph go to the run's profiles (kinds "stacks" and
+    "flamegraph", the server process's tag), the stacks cut to what their groups need to its logs (kind "profile");
+    rec.profile says how it went. A profiler that
     fails is on record in rec.profile["problem"]; a process that died raises PairFailed."""
     stage["phase"] = "profile"
     requests = 2 * _requests(ctx, -(-ctx.settings.profile_requests // 2))
@@ -76,8 +77,9 @@ def profile(ctx: Context, base: Prepared, srv: Prepared, rec: PairRecord, http: 
         return
     check_alive(base, srv)
     tag = srv.record.tag
-    ctx.writer.log("profile", tag, got["collapsed"])
-    ctx.writer.log("flamegraph", tag, got["html"].read_text())
+    ctx.writer.log("profile", tag, profiling.reduce(got["collapsed"]))
+    ctx.writer.profile("stacks", tag, got["collapsed"])
+    ctx.writer.profile("flamegraph", tag, got["html"].read_text())
     got["html"].unlink(missing_ok=True)
     rec.profile.update(event=got["event"], interval_ns=got["interval_ns"], seconds=got["seconds"], tag=tag,
                        **({"problem": problem[0]} if problem else {}))

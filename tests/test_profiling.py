@@ -40,6 +40,28 @@ def test_a_framework_s_own_code_and_the_servers_below_it():
     assert (shares["framework"], shares["server library"]) == (0.6, 0.4)
 
 
+def test_stacks_cut_to_their_groups_frames_keep_every_samples_group():
+    """The logs keep the stacks reduce() cuts; the groups must come out as from the full stacks, whatever packages
+    the analysis takes for the server and the framework (they may change after the run)."""
+    text = (FIXTURES / "handmade.collapsed").read_text()
+    cut = profiling.reduce(text)
+    assert len(cut) < len(text) and profiling.reduce(cut) == cut
+    assert sum(n for _, n in profiling.parse_collapsed(cut)) == 100
+    for server, framework in ((profiling.packages("io.undertow:undertow-core"), ()), (profiling.JDK_SERVER, ()),
+                              (("com/fasterxml/",), ("org/latencydiff/",)), ((), ())):
+        assert profiling.where_time_goes(cut, server, framework) == profiling.where_time_goes(text, server, framework)
+    # A stack's middle frames go, and its thread's id; its thread, innermost Java frame and a kernel leaf (as one
+    # name) stay, and stacks cut alike add up. A native leaf goes too, unless nothing else would be left.
+    deep = ("[w tid=2];a/A.run_[j];io/undertow/X.handle_[j];java/util/HashMap.get_[i];libc_write;sys_write_[k] 2\n"
+            "[w tid=3];a/A.run_[j];b/B.call_[j];io/undertow/X.handle_[j];java/util/HashMap.get_[i];libc_read;"
+            "sys_write_[k] 3\n"
+            "[w tid=2];a/A.run_[j];libc_write 1\n"
+            "libjvm.so;Interpreter 1\n")
+    deep += "[w tid=2];java/util/HashMap.get_[i];do_syscall_64_[k] 1\n"
+    assert profiling.reduce(deep) == ("Interpreter 1\n[w];a/A.run_[j] 1\n"
+                                      "[w];java/util/HashMap.get_[i];kernel_[k] 6\n")
+
+
 def test_packages_of_a_library():
     assert profiling.packages("org.rapidoid:rapidoid-http-fast") == ("org/rapidoid/",)
     assert "org/apache/coyote/" in profiling.packages("org.apache.tomcat.embed:tomcat-embed-core")

@@ -52,12 +52,12 @@ def write_all(run_dir: Path, r: RunResult) -> list[Path]:
 def _flamegraphs(run_dir: Path, r: RunResult) -> list[Path]:
     """Each profiled server's flame graph (async-profiler's page, kept in the run's logs) as a file of its own."""
     from ..evaluate import flamegraph_name
-    tags = {f"{s.name}-p{s.profile['pair']}": s for s in r.ranked if s.profile}
+    tags = {f"{s.name}-p{s.profile['pair']}": s for s in r.ranked if s.profile and s.profile["flamegraph"]}
     if not tags:
         return []
     out = []
-    for obj in rundir.logs(run_dir):
-        s = tags.get(obj.get("tag")) if obj.get("kind") == "flamegraph" else None
+    for obj in rundir.flamegraphs(run_dir):
+        s = tags.get(obj.get("tag"))
         if s is None:
             continue
         path = run_dir / flamegraph_name(s.name)

@@ -126,7 +126,7 @@ def render(r: RunResult, svgs: dict[str, str]) -> str:
         if t[0][-1] == "flame graph":  # the profiles: a link to each server's flame graph
             parts.append("<p>Flame graphs: " + ", ".join(
                 f'<a href="{html.escape(s.profile["flamegraph"])}">{html.escape(s.name)}</a>'
-                for s in r.ranked if s.profile) + "</p>")
+                for s in r.ranked if s.profile and s.profile["flamegraph"]) + "</p>")
     if r.invalid:
         parts += ["<h2>Invalid servers</h2>", _list([f"**{s.name}**: {s.reason}" for s in r.invalid], "warn")]
     warnings = tables.all_warnings(r)

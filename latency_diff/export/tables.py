@@ -278,7 +278,7 @@ def profile_table(r: RunResult) -> Table | None:
             continue
         us_ = s.profile.get("us_per_request") or {}
         rows.append([_name(s), _mean(s.cpu), *(f"{us_[g]:.2f}" if g in us_ else "-" for g in GROUPS),
-                     f"{s.profile['samples']:,}", s.profile["flamegraph"]])
+                     f"{s.profile['samples']:,}", s.profile["flamegraph"] or "not kept"])
     if not rows:
         return None
     cols = ("server", "CPU/req [us]", *(f"{g} [us]" for g in GROUPS), "samples", "flame graph")
