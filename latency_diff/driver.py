@@ -103,6 +103,8 @@ class Run:
         measured = [null_server(dummy)] + [x for x in settings.servers if not x.baseline]
         self.schedule = Schedule([ServerState(x, settings.segments) for x in measured])
         self.dummy = dummy
+        #: Whether the schedule has the servers' priors (know_priors, at the first measured pair).
+        self.priors_known = False
         self.date_checked: set[str] = set()
         #: Servers whose work per request has been counted (in a counting window after one of their pairs).
         self.counted: Counter[str] = Counter()
@@ -125,11 +127,22 @@ class Run:
 
     def describe(self, java: str) -> None:
         self.env = envinfo.collect(java)
-        # What the kit knows of each server's spread on this kind of host (its earlier runs), or the shipped prior.
+        self.servers_meta = [s.to_dict() for s in [self.dummy] + [st.server for st in self.schedule.states]]
+
+    def know_priors(self, ref_ns: float) -> None:
+        """What the kit knows of each server's spread on this kind of host in this state of it (its earlier runs at a
+        reference round trip near the run's first pair's: prior.STATE_BAND), or the shipped prior; once, at the
+        first measured pair, before any look of the stopping rule."""
+        self.priors_known = True
         self.schedule.priors = prior.for_servers([st.server.name for st in self.schedule.states],
                                                  [self.settings.results_dir, KIT_ROOT / "results"],
-                                                 self.settings.to_dict(), self.env, leave_out=self.dir.name)
-        self.servers_meta = [s.to_dict() for s in [self.dummy] + [st.server for st in self.schedule.states]]
+                                                 self.settings.to_dict(), self.env, leave_out=self.dir.name,
+                                                 ref_ns=ref_ns)
+        known = sorted({p.runs for p in self.schedule.priors.values() if p.source == "history"})
+        self.progress.say(f"what is known before the pairs: the servers' earlier runs on this host at a reference "
+                          f"round trip within {prior.STATE_BAND:.0%} of {ref_ns / 1000:.2f} us ("
+                          + (f"{known[0]} to {known[-1]} runs a server" if known else "none: the shipped prior")
+                          + ")")
 
     def ensure_space(self) -> None:
         """A full disk would cut a client's output short and look like the server's fault: stop before that."""
@@ -372,6 +385,8 @@ class Run:
             self.progress.say(f"{st.server.name}-p{rec.pair}: FAILED: the pair yielded no complete unit")
             return
         ref = self.schedule.reference_ns() or statistics.fmean(u.base_ns for u in units)
+        if not self.priors_known:
+            self.know_priors(ref)
         st.record(units, rec.seconds["total"], rec.seconds.get("measure", 0.0), ref,
                   windows_s=rec.seconds.get("count", 0.0) + rec.seconds.get("profile", 0.0),
                   prepare_s=rec.process.prepare_s if rec.process else None)

@@ -12,7 +12,9 @@ Two spreads, both relative to the server's mean ratio (server round trip over th
   "Meta-analysis in clinical trials", 1986, with equal weights).
 
 The history is every analyzed run under the results folder (its summary.json) of the same CPU model, JDK and
-measuring settings, the committed ones included; the run being analyzed is left out. The shipped prior
+measuring settings, the committed ones included, in the same state of the host: its reference round trip (the
+dummy's) within STATE_BAND of this run's, which the driver knows after the run's first pair; the run being analyzed
+is left out, and so is a head-to-head run (its ratios are over another server). The shipped prior
 (prior.json beside this file, `python3 -m latency_diff.prior --write`) pools the committed runs of every host, for a
 host with no history of a server; it is weighed as SHIPPED_DF degrees of freedom, a history as its own, at most
 MAX_DF. How the stopping rule uses them: stopping.py.
@@ -40,6 +42,13 @@ HISTORY = "history.jsonl"
 #: said and 5 of 80 met rows missed their truth at 20 df; replayed at 8, 2 of 73 (the committed runs' replay and
 #: the simulation of tests/test_stopping.py hold at either). About one run's pairs: a run's own spread soon counts.
 MAX_DF = 8
+#: Runs are one history only within one state of the host: their reference round trips within this share of the
+#: run's. A shared host's state moves the servers' ratios, not only the round trips: on the AMD host of 28 November
+#: the dummy's round trip went from 13.1 us in the afternoon to 18.4 us in the evening, and the JDK server's ratio
+#: from 1.70 to 1.96 (Jetty's 2.31 to 2.72, Undertow's 1.21 to 1.33). A history of both states took that for the
+#: servers' spread between runs (tau 4-13%), and in the next run every server, Undertow and the JDK's included,
+#: stopped out of reach. Within a state the runs' round trips agreed within 1-3%.
+STATE_BAND = 0.10
 #: The shipped prior, pooled over other hosts, weighs as this many degrees of freedom: about two runs' worth.
 SHIPPED_DF = 4
 #: A server the kit has never measured: the shipped servers' upper quartile, weighed as this many degrees of freedom.
@@ -109,32 +118,45 @@ def run_ratios(summary: dict) -> dict[str, list[float]]:
     return out
 
 
-def history(results: Path | Sequence[Path], settings: dict, env: dict,
-            leave_out: str | None = None) -> dict[str, list[list[float]]]:
+def history(results: Path | Sequence[Path], settings: dict, env: dict, leave_out: str | None = None,
+            ref_ns: float | None = None) -> dict[str, list[list[float]]]:
     """Per server, the pairs' ratios of each earlier run like this one: the runs kept in the history files under
     `results` (one folder or several: a run's own results folder and the kit's; remember()) and the analyzed runs
-    there (a benchmark's runs one folder deeper count too), each run once, leaving out the run named leave_out."""
+    there (a benchmark's runs one folder deeper count too), each run once, leaving out the run named leave_out; with
+    ref_ns, only the runs in the same state of the host (same_state)."""
     key = list(host_key(settings, env))
-    runs: dict[str, dict[str, list[float]]] = {}
+    runs: dict[str, tuple[float | None, dict[str, list[float]]]] = {}
     for folder in dict.fromkeys(Path(r).resolve() for r in ([results] if isinstance(results, Path) else results)):
-        for run, servers in _runs(folder, key).items():
-            runs.setdefault(run, servers)
+        for run, got in _runs(folder, key).items():
+            runs.setdefault(run, got)
     out: dict[str, list[list[float]]] = {}
-    for run, servers in sorted(runs.items()):
-        if run != leave_out:
+    for run, (ref, servers) in sorted(runs.items()):
+        if run != leave_out and (ref_ns is None or same_state(ref, ref_ns)):
             for name, ratios in servers.items():
                 out.setdefault(name, []).append(ratios)
     return out
 
 
-def _runs(results: Path, key: list) -> dict[str, dict[str, list[float]]]:
-    """The runs of one results folder with this host key: run id -> server -> pair ratios."""
-    runs: dict[str, dict[str, list[float]]] = {}
+def same_state(ref_ns: float | None, this_ns: float) -> bool:
+    """Whether an earlier run's reference round trip (None: not recorded) is within STATE_BAND of this run's."""
+    return ref_ns is not None and abs(ref_ns / this_ns - 1) <= STATE_BAND
+
+
+def reference(summary: dict) -> float | None:
+    """An analyzed run's reference round trip by the lean client (the one its history's ratios are of)."""
+    ref = (summary.get("ref_ns") or {}).get("lean")
+    return None if ref is None else float(ref)
+
+
+def _runs(results: Path, key: list) -> dict[str, tuple[float | None, dict[str, list[float]]]]:
+    """The runs of one results folder with this host key: run id -> (its reference round trip, server -> pair
+    ratios)."""
+    runs: dict[str, tuple[float | None, dict[str, list[float]]]] = {}
     for path in sorted([*results.glob(HISTORY), *results.glob(f"*/{HISTORY}")]):
         for line in path.read_text().splitlines():
             entry = json.loads(line)
             if entry["key"] == key:
-                runs[entry["run"]] = entry["servers"]
+                runs[entry["run"]] = (entry.get("ref_ns"), entry["servers"])
     for path in sorted([*results.glob("*/summary.json"), *results.glob("*/*/summary.json")]):
         if path.parent.name in runs:
             continue
@@ -142,24 +164,29 @@ def _runs(results: Path, key: list) -> dict[str, dict[str, list[float]]]:
             summary = json.loads(path.read_text())
         except (OSError, ValueError):
             continue  # a run being written, or not one of ours: not history
-        # a merge of shards (merge.py) holds their runs' pairs again: not a run of its own
-        if summary.get("settings", {}).get("profile") != "quick" and not summary.get("merge") and \
-                list(host_key(summary.get("settings", {}), summary.get("env", {}))) == key:
-            runs[path.parent.name] = run_ratios(summary)
+        if counts(summary) and list(host_key(summary.get("settings", {}), summary.get("env", {}))) == key:
+            runs[path.parent.name] = (reference(summary), run_ratios(summary))
     return runs
+
+
+def counts(summary: dict) -> bool:
+    """Whether an analyzed run is history: not a quick run, not a merge of shards (merge.py: it holds their runs'
+    pairs again), not a head-to-head run (its ratios are over another server than the dummy)."""
+    settings = summary.get("settings", {})
+    return settings.get("profile") != "quick" and not summary.get("merge") and not settings.get("compare")
 
 
 def remember(run_dir: Path, summary: dict) -> None:
     """Keeps an analyzed run's pair ratios in the history file of its results folder (HISTORY, one line a run,
     replaced when the run is analyzed again), so that a host's history outlives the run folders that leave."""
     settings = summary.get("settings", {})
-    if settings.get("profile") == "quick":
+    if not counts(summary):
         return
     path = run_dir.parent / HISTORY
     lines = [x for x in (path.read_text().splitlines() if path.is_file() else [])
              if json.loads(x)["run"] != run_dir.name]
     lines.append(json.dumps({"run": run_dir.name, "key": list(host_key(settings, summary.get("env", {}))),
-                             "servers": run_ratios(summary)}, separators=(",", ":")))
+                             "ref_ns": reference(summary), "servers": run_ratios(summary)}, separators=(",", ":")))
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(x + "\n" for x in sorted(lines)))
     tmp.replace(path)
@@ -207,10 +234,10 @@ def modes(values: Sequence[float]) -> Modes | None:
 
 
 def for_servers(names: Iterable[str], results: Path | Sequence[Path], settings: dict, env: dict,
-                leave_out: str | None = None) -> dict[str, Prior]:
-    """Per named server, its prior: from its history on this kind of host, else the shipped one, else the generic one
-    (none without a shipped prior)."""
-    past = history(results, settings, env, leave_out)
+                leave_out: str | None = None, ref_ns: float | None = None) -> dict[str, Prior]:
+    """Per named server, its prior: from its history on this kind of host (in this state of it, with ref_ns), else
+    the shipped one, else the generic one (none without a shipped prior)."""
+    past = history(results, settings, env, leave_out, ref_ns)
     shipped = load_shipped()
     out = {}
     for name in names:
@@ -247,17 +274,24 @@ def load_shipped() -> dict[str, dict]:
 
 def build_shipped(results: Path) -> dict:
     """The shipped prior from every analyzed run under `results`: per server, sigma and tau pooled over the kinds of
-    host (root mean square, each weighed by its degrees of freedom or runs)."""
-    groups: dict[tuple, dict[str, list[list[float]]]] = {}
+    host and their states (root mean square, each weighed by its degrees of freedom or runs)."""
+    hosts: dict[tuple, list[tuple[float, dict[str, list[float]]]]] = {}
     for path in sorted([*results.glob("*/summary.json"), *results.glob("*/*/summary.json")]):
         summary = json.loads(path.read_text())
-        if summary.get("settings", {}).get("profile") == "quick" or summary.get("merge"):
-            continue  # a merge of shards (merge.py) holds their runs' pairs again
-        key = host_key(summary.get("settings", {}), summary.get("env", {}))
-        for name, ratios in run_ratios(summary).items():
-            groups.setdefault(key, {}).setdefault(name, []).append(ratios)
+        if counts(summary) and reference(summary) is not None:
+            key = host_key(summary.get("settings", {}), summary.get("env", {}))
+            hosts.setdefault(key, []).append((reference(summary), run_ratios(summary)))  # type: ignore[arg-type]
+    groups: list[dict[str, list[list[float]]]] = []
+    for runs in hosts.values():
+        first = None  # a state: runs whose reference round trips lie within the band above its fastest
+        for ref, servers in sorted(runs, key=lambda r: r[0]):
+            if first is None or ref > first * (1 + STATE_BAND):
+                first = ref
+                groups.append({})
+            for name, ratios in servers.items():
+                groups[-1].setdefault(name, []).append(ratios)
     per: dict[str, list[tuple[float, int, float, int]]] = {}
-    for servers in groups.values():
+    for servers in groups:
         for name, runs in servers.items():
             got = spread(runs)
             if got is not None and got[3] >= MIN_RUNS_FOR_TAU:
@@ -270,8 +304,8 @@ def build_shipped(results: Path) -> dict:
                      "tau": round(math.sqrt(sum(p[3] * p[2] ** 2 for p in parts) / runs), 5),
                      "runs": runs, "groups": len(parts)}
     return {"format": "latency-diff/prior/1",
-            "about": "relative spreads of each server's ratio, pooled over the committed runs (each kind of host and "
-                     "settings a group; latency_diff/prior.py)", "servers": out}
+            "about": "relative spreads of each server's ratio, pooled over the committed runs (each kind of host, its "
+                     "state and settings a group; latency_diff/prior.py)", "servers": out}
 
 
 def replay_fixture(results: Path, min_runs: int = 4) -> dict:

@@ -74,3 +74,38 @@ def test_for_servers_takes_the_history_then_the_shipped_prior(tmp_path, monkeypa
                                                (("a", 0.01), ("b", 0.02), ("c", 0.04), ("d", 0.08))}}))
     assert prior.for_servers(["new"], tmp_path / "results", SETTINGS, ENV)["new"].sigma == 0.08  # index 3 of 4
     assert prior.Prior.from_dict(got["z"].to_dict()) == got["z"]
+
+
+def _summary(ratios: dict[str, list[float]], ref_ns: float | None, **settings) -> dict:
+    return {"settings": {**SETTINGS, **settings}, "env": ENV, "ref_ns": {"lean": ref_ns},
+            "servers": [{"name": k, "baseline": False, "valid": True, "clients": {"lean": {"ratios": v}}}
+                        for k, v in ratios.items()]}
+
+
+def test_a_history_is_of_one_state_of_the_host(tmp_path):
+    """The host's state moves the ratios too (the AMD host of 28 November: the JDK server 1.70 at a dummy round trip
+    of 13.1 us, 1.96 at 18.4): a run takes as history only the runs at a reference within STATE_BAND of its own."""
+    for run, ref, r in (("a1", 13_100, [1.69, 1.71]), ("a2", 13_300, [1.70, 1.70]), ("b1", 18_400, [1.95, 1.97]),
+                        ("old", None, [1.80, 1.80])):
+        prior.remember(tmp_path / run, _summary({"jdk": r}, ref))
+    assert prior.history(tmp_path, SETTINGS, ENV, ref_ns=18_000) == {"jdk": [[1.95, 1.97]]}
+    assert prior.history(tmp_path, SETTINGS, ENV, ref_ns=12_500) == {"jdk": [[1.69, 1.71], [1.70, 1.70]]}
+    assert prior.history(tmp_path, SETTINGS, ENV, ref_ns=16_000) == {}  # 13,300 and 18,400 are more than 10% off
+    assert len(prior.history(tmp_path, SETTINGS, ENV)["jdk"]) == 4  # no reference given: every run of the host
+    assert [json.loads(x)["ref_ns"] for x in (tmp_path / prior.HISTORY).read_text().splitlines()] == \
+        [13_100, 13_300, 18_400, None]
+    # A head-to-head run's ratios are over another server: no history.
+    prior.remember(tmp_path / "h2h", _summary({"jdk": [1.0, 1.0]}, 13_000, compare=["undertow", "jdk"]))
+    assert len(prior.history(tmp_path, SETTINGS, ENV)["jdk"]) == 4
+
+
+def test_the_shipped_prior_pools_each_state_of_a_host_apart(tmp_path):
+    # Three runs in each of two states, ratios 1.70 and 1.96 (each run's pairs +-0.01): within a state the run means
+    # agree (tau 0); pooled as one group they would spread by 7%.
+    for k, (ref, mean) in enumerate([(13_100, 1.70)] * 3 + [(18_400, 1.96)] * 3):
+        (tmp_path / f"r{k}").mkdir()
+        (tmp_path / f"r{k}" / "summary.json").write_text(json.dumps(_summary({"jdk": [mean - 0.01, mean + 0.01]},
+                                                                             ref + k)))
+    got = prior.build_shipped(tmp_path)["servers"]["jdk"]
+    assert got["groups"] == 2 and got["runs"] == 6 and got["tau"] == 0.0
+    assert prior.spread([[m - 0.01, m + 0.01] for m in [1.70] * 3 + [1.96] * 3])[2] > 0.06
