@@ -47,7 +47,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from . import evaluate, export, gate, prior, stats
+from . import envinfo, evaluate, export, gate, prior, stats
 from .export import html, tables, terminal
 from .model import ClientResult, RunResult, ServerResult
 from .stats import Summary
@@ -67,37 +67,6 @@ SETTING_EFFECTS = {
     "warmup": "the JVMs may have been measured at another stage of the JIT's work",
     "compare": "a head-to-head run measures against another baseline",
 }
-
-
-def _jdk(env: dict) -> str | None:
-    jdk = env.get("jdk") or {}
-    version = jdk.get("java.runtime.version") or jdk.get("java.version")
-    if not version:
-        return None
-    return f"{jdk.get('java.vm.name', '?')} {version} ({jdk.get('java.vendor', '?')})"
-
-
-def _kit(env: dict) -> str | None:
-    return (env.get("kit") or {}).get("commit")
-
-
-#: The machine and tools a run records (envinfo.collect), each a fact that can move the figures: a label, and its
-#: key in env or a function of env.
-ENV_FACTS = (("JDK", _jdk), ("CPU model", "cpu_model"), ("CPUs online", "cpus_online"), ("kernel", "kernel"),
-             ("OS", "os"), ("virtualization", "virtualization"), ("container", "container"),
-             ("CPU frequency governors", "cpu_governors"), ("ab", "ab"), ("kit commit", _kit))
-ENV_EFFECTS = {"JDK": "a change may be the JDK's", "CPU model": "a change may be the machine's",
-               "kit commit": "a change may be the kit's (its clients, the dummy, the method)"}
-
-
-def _value(key: str, v) -> str:
-    if v is None:
-        return "not set"
-    if key == "jvm_flags" or key.endswith("jvm_flags"):
-        return f"`{' '.join(map(str, v))}`" if v else "none"
-    if isinstance(v, list | tuple):
-        return ", ".join(map(str, v)) if v else "none"
-    return str(v)
 
 
 def _design(cfg: dict) -> str:
@@ -124,13 +93,13 @@ def run_differences(a: RunResult, b: RunResult) -> list[str]:
         va, vb = a.settings.get(key), b.settings.get(key)
         if va != vb:
             effect = SETTING_EFFECTS.get(key)
-            out.append(f"setting {key} differs: {_value(key, va)} in A, {_value(key, vb)} in B"
+            out.append(f"setting {key} differs: {envinfo.shown(key, va)} in A, {envinfo.shown(key, vb)} in B"
                        + (f": {effect}" if effect else ""))
-    for label, fact in ENV_FACTS:
+    for label, fact in envinfo.FACTS:
         va, vb = (fact(r.env) if callable(fact) else r.env.get(fact) for r in (a, b))
         if va != vb:
-            effect = ENV_EFFECTS.get(label)
-            out.append(f"{label} differs: {_value(label, va)} in A, {_value(label, vb)} in B"
+            effect = envinfo.FACT_EFFECTS.get(label)
+            out.append(f"{label} differs: {envinfo.shown(label, va)} in A, {envinfo.shown(label, vb)} in B"
                        + (f": {effect}" if effect else ""))
     return out
 
@@ -167,7 +136,7 @@ def _library(s: ServerResult) -> str:
 
 
 def _variant(s: ServerResult) -> str:
-    return ", ".join(f"{k} {_value(k, v)}" for k, v in sorted((s.variant or {}).items())) or "none"
+    return ", ".join(f"{k} {envinfo.shown(k, v)}" for k, v in sorted((s.variant or {}).items())) or "none"
 
 
 def _baseline_name(r: RunResult) -> str | None:
@@ -226,8 +195,8 @@ def compare(a: RunResult, b: RunResult, changes: list | None = None) -> tuple[ta
         if sa.baseline or sb is None or sb.baseline or not sb.valid:
             continue  # the baseline itself, or listed by _server_notes
         if sa.jvm_flags != sb.jvm_flags:
-            notes.append(f"{sa.name}: its own JVM flags differ: {_value('jvm_flags', sa.jvm_flags)} in A, "
-                         f"{_value('jvm_flags', sb.jvm_flags)} in B")
+            notes.append(f"{sa.name}: its own JVM flags differ: {envinfo.shown('jvm_flags', sa.jvm_flags)} in A, "
+                         f"{envinfo.shown('jvm_flags', sb.jvm_flags)} in B")
         if _library(sa) != _library(sb):
             notes.append(f"{sa.name}: {_library(sa)} in A, {_library(sb)} in B")
         if sa.variant != sb.variant:

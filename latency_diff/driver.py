@@ -141,7 +141,8 @@ class Run:
         known = sorted({p.runs for p in self.schedule.priors.values() if p.source == "history"})
         self.progress.say(f"what is known before the pairs: the servers' earlier runs on this host at a reference "
                           f"round trip within {prior.STATE_BAND:.0%} of {ref_ns / 1000:.2f} us ("
-                          + (f"{known[0]} to {known[-1]} runs a server" if known else "none: the shipped prior")
+                          + (("" if len(known) == 1 else f"{known[0]} to ") + f"{known[-1]} runs a server" if known
+                             else "none: the shipped prior")
                           + ")")
 
     def ensure_space(self) -> None:

@@ -100,3 +100,39 @@ def collect(java: str) -> dict:
         "python": platform.python_version(),
         "clock": {"monotonic_resolution_s": time.get_clock_info("monotonic").resolution},
     }
+
+
+# -- how the analysis reads the record back (analyze.py compare, merge.py) ------------------------------------------
+
+def jdk_text(env: dict) -> str | None:
+    """A run's JDK as one line: VM, version and vendor."""
+    jdk = env.get("jdk") or {}
+    version = jdk.get("java.runtime.version") or jdk.get("java.version")
+    if not version:
+        return None
+    return f"{jdk.get('java.vm.name', '?')} {version} ({jdk.get('java.vendor', '?')})"
+
+
+def commit_of(env: dict) -> str | None:
+    """A run's kit commit, from its record."""
+    return (env.get("kit") or {}).get("commit")
+
+
+#: The machine and tools a run records (collect), each a fact that can move the figures: a label, and its key in env
+#: or a function of env.
+FACTS = (("JDK", jdk_text), ("CPU model", "cpu_model"), ("CPUs online", "cpus_online"), ("kernel", "kernel"),
+         ("OS", "os"), ("virtualization", "virtualization"), ("container", "container"),
+         ("CPU frequency governors", "cpu_governors"), ("ab", "ab"), ("kit commit", commit_of))
+FACT_EFFECTS = {"JDK": "a change may be the JDK's", "CPU model": "a change may be the machine's",
+                "kit commit": "a change may be the kit's (its clients, the dummy, the method)"}
+
+
+def shown(key: str, v) -> str:
+    """A fact's or a setting's value as a note shows it."""
+    if v is None:
+        return "not set"
+    if key == "jvm_flags" or key.endswith("jvm_flags"):
+        return f"`{' '.join(map(str, v))}`" if v else "none"
+    if isinstance(v, list | tuple):
+        return ", ".join(map(str, v)) if v else "none"
+    return str(v)

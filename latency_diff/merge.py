@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import KIT_ROOT, evaluate, export, prior, rundir, stats, stopping
+from . import KIT_ROOT, envinfo, evaluate, export, prior, rundir, stats, stopping
 from . import warnings as w
 from .model import ClientResult, Pair, RunResult, ServerResult
 from .stats import Summary
@@ -89,8 +89,7 @@ def load(dirs: list[Path]) -> list[Shard]:
 
 def host_of(r: RunResult) -> tuple[str | None, str | None, str | None]:
     """What no merge pools across: the CPU model, the JDK and the kit commit (as `analyze.py compare` reads them)."""
-    from .analyze import _jdk, _kit
-    return r.env.get("cpu_model"), _jdk(r.env), _kit(r.env)
+    return r.env.get("cpu_model"), envinfo.jdk_text(r.env), envinfo.commit_of(r.env)
 
 
 HOST_FACTS = ("CPU model", "JDK", "kit commit")
@@ -511,17 +510,16 @@ def merged(shards: list[Shard], run_id: str) -> RunResult:
 
 def _env_notes(shards: list[Shard]) -> list[w.RunWarning]:
     """The facts of the machines other than those no merge pools across, where the shards differ in them."""
-    from .analyze import ENV_FACTS, _value
     out: list[w.RunWarning] = [
         w.FileNote(f"{s.label}: the kit had uncommitted changes: its commit does not say which code measured it")
         for s in shards if (s.run.env.get("kit") or {}).get("dirty")]
-    for label, fact in ENV_FACTS:
+    for label, fact in envinfo.FACTS:
         if label in HOST_FACTS:
             continue
         values = [fact(s.run.env) if callable(fact) else s.run.env.get(fact) for s in shards]
         if len({json.dumps(v, sort_keys=True, default=str) for v in values}) > 1:
             out.append(w.FileNote(f"{label} differs between the shards: " + "; ".join(
-                f"shard {s.index}: {_value(label, v)}" for s, v in zip(shards, values, strict=True))
+                f"shard {s.index}: {envinfo.shown(label, v)}" for s, v in zip(shards, values, strict=True))
                 + " (the hosts' spread, from the anchors, holds what it does to the ratios)"))
     return out
 

@@ -140,8 +140,9 @@ class Writer:
                      sync=True)
 
     def profile(self, kind: str, tag: str, text: str) -> None:
-        """kind: a profiling window's "stacks" (collapsed) or "flamegraph" (HTML)."""
-        self._append(APPENDING[PROFILES], gzip_member(json.dumps({"kind": kind, "tag": tag, "text": text})),
+        """kind: a profiling window's "stacks" (collapsed) or "flamegraph" (HTML), without the machine's paths."""
+        self._append(APPENDING[PROFILES], gzip_member(json.dumps({"kind": kind, "tag": tag,
+                                                                  "text": portable_text(text)})),
                      sync=True)
 
     def live_log(self, tag: str) -> Path:
