@@ -315,7 +315,7 @@ def replay_fixture(results: Path, min_runs: int = 4) -> dict:
     for path in sorted([*results.glob("*/summary.json"), *results.glob("*/*/summary.json")]):
         summary = json.loads(path.read_text())
         settings, env = summary.get("settings", {}), summary.get("env", {})
-        if settings.get("profile") != "default" or summary.get("primary_client") != "lean" or summary.get("merge"):
+        if settings.get("profile") != "default" or summary.get("primary_client") != "lean" or not counts(summary):
             continue
         g = groups.setdefault(json.dumps(host_key(settings, env)),
                               {"host": f"{env.get('cpu_model')} warmup {settings.get('warmup')}", "runs": {}})
