@@ -13,18 +13,21 @@ Usage: ./scripts/bench.sh NAME [OPTIONS] [DRIVER OPTIONS]
 Sets up like run-all.sh, then runs one benchmark of the method and writes its verdict and its runs
 into results/<NAME>-<UTC time>/. Each takes minutes per server (several default runs); `NAME --help`
 lists its options (firstrun sets up nothing here: the clone's own set-up is what it measures).
-The benchmarks (docs/benchmarks.md):
+The benchmarks (docs/benchmarks.md; the list is latency_diff/bench/__main__.py's):
 USAGE
-  (cd "$KIT_ROOT" && python3 -c 'import latency_diff.bench as b; print(b.__doc__.split("\n\n")[1])')
+  (cd "$KIT_ROOT" && python3 -c 'from latency_diff.bench.__main__ import summaries; print(summaries())')
 }
 
 main() {
   local name="${1:-}"
   case "$name" in
-    robustness|interleave|warmup|pinning|matrix|coverage|sensitivity|windows|independent|firstrun|lend|gate) ;;
     -h|--help) usage; exit 0 ;;
-    *) err "name a benchmark: robustness, interleave, warmup, pinning, matrix, coverage, sensitivity, windows, independent, firstrun, lend or gate"; usage >&2; exit 2 ;;
+    ""|-*) err "name a benchmark"; usage >&2; exit 2 ;;
   esac
+  if ! (cd "$KIT_ROOT" && python3 -c 'import sys; from latency_diff.bench.__main__ import BENCHMARKS as B
+sys.exit(sys.argv[1] not in B)' "$name"); then
+    err "no benchmark named '$name'"; usage >&2; exit 2
+  fi
   local arg
   for arg in "$@"; do
     if [[ "$arg" == "-h" || "$arg" == "--help" ]]; then

@@ -10,7 +10,7 @@ import pytest
 from runs import make_paired_run
 
 from latency_diff import KIT_ROOT, evaluate, injector
-from latency_diff.bench import common, interleave, lend, matrix, robustness, warmup, windows
+from latency_diff.bench import common, fleet, matrix, robustness, windows
 from latency_diff.bench.__main__ import main as bench_main
 
 
@@ -101,36 +101,10 @@ def test_equal_time_comparison():
     assert common.narrower_at_equal_time(2.0, 4.0, 1.0, 1.0) == pytest.approx(4.0)
 
 
-def test_interleave_summary_per_run_length():
-    data = {"undertow": [{"pair": p, "repeat": r, "n": n, "diff_ns": d, "ratio": 1.2, "base_ns": 15_000.0,
-                          "seconds": 0.5}
-                         for p, shift in ((1, 0), (2, 200), (3, 400))
-                         for r, noise in ((0, -100), (1, 100))
-                         for n, d in ((1, 2_000 + shift + noise), (64, 2_800 + shift + 3 * noise))]}
-    result, (cols, rows, _) = interleave.summarize(data, [1, 64])
-    one, many = result["undertow"][1], result["undertow"][64]
-    # Pair means for N=1: 2,000, 2,200, 2,400 -> 2,200; within a pair the repeats differ by +-100: sd 141.42,
-    # noise 141.42 x sqrt(0.5) = 100. N=64: 3,000 (mean of 2,800, 3,000, 3,200); +-300: sd 424.26, noise 300.
-    assert one["diff_ns"]["mean"] == pytest.approx(2200.0) and one["within_sd_ns"] == pytest.approx(141.421, abs=1e-3)
-    assert one["noise_ns_sqrt_s"] == pytest.approx(100.0) and many["noise_ns_sqrt_s"] == pytest.approx(300.0)
-    assert many["diff_ns"]["mean"] == pytest.approx(3000.0)
-    assert rows[0][:2] == ["undertow", "1"] and rows[1][6] == "0.300"
-
-
-def test_warmup_configurations_are_checked():
-    assert warmup.parse_configs("100000/queue/on,30000/cpu/off") == [(100000, "queue", "on"), (30000, "cpu", "off")]
-    with pytest.raises(SystemExit, match="not WARMUP/SETTLE/AHEAD"):
-        warmup.parse_configs("100000/queue")
-    with pytest.raises(SystemExit, match="settle is queue, cpu or none"):
-        warmup.parse_configs("100000/fast/on")
-
-
 def test_the_bench_entry_point_refuses_unknown_benchmarks_and_bad_lists(tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench_main(["nope"])
     assert "invalid choice: 'nope'" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="must start with shared"):
-        bench_main(["pinning", "--pinnings", "split,shared", "--results-dir", str(tmp_path)])
     with pytest.raises(SystemExit, match="must name stall and/or drift"):
         bench_main(["robustness", "--conditions", "wind", "--results-dir", str(tmp_path)])
 
@@ -154,10 +128,32 @@ def test_a_matrix_compares_one_variant_with_several_rows(tmp_path):
     assert data["a against nope"]["measured"] is False
 
 
+def test_the_fleet_sets_each_merged_ratio_beside_the_whole_runs(tmp_path):
+    # Ratios: a 1.35 in both runs (agree); b 1.25 in one and 1.30 in the other, with intervals far narrower than the
+    # 0.05 between them (differ); c only in the merged one (not compared). The dummy's row is never compared.
+    one = {"a": [(20_000, 27_000), (20_000, 27_200), (20_000, 26_800)],
+           "b": [(20_000, 25_000), (20_000, 25_020), (20_000, 24_980)]}
+    other = {"a": [(20_000, 27_100), (20_000, 26_900), (20_000, 27_000)],
+             "b": [(20_000, 26_000), (20_000, 26_020), (20_000, 25_980)],
+             "c": [(20_000, 28_000), (20_000, 28_100), (20_000, 27_900)]}
+    kw = {"settings": {"precision_floor_us": 0, "precision_pct": 0}}
+    whole = evaluate.build(make_paired_run(tmp_path / "whole", one, **kw))
+    merged = evaluate.build(make_paired_run(tmp_path / "merged", other, **kw))
+    (_, rows, _), data = fleet.agreement(whole, merged)
+    by = {d["server"]: d for d in data}
+    assert by["a"]["agree"] is True and by["a"]["difference"] == pytest.approx(0.0, abs=1e-9)
+    assert by["b"]["agree"] is False and by["b"]["difference"] == pytest.approx(0.05, abs=1e-6)
+    assert by["b"]["half_width"] < 0.01
+    assert by["c"] == {"server": "c", "compared": False, "reason": "not in the whole run"}
+    assert [r[-1] for r in rows if r[0] == "b"] == ["**differ**"]
+    assert "dummy" not in by
+
+
 def test_the_releases_matrix_measures_each_older_line_against_todays_release():
     """The older lines with a module of their own are matrix_only: left out of a run of every server, so this matrix
     is where they are measured; each is a row's reference (or, for Jetty 10 and 11, a step of 9.4 -> 12.1)."""
-    from latency_diff.servers import discover, select
+    from latency_diff.catalog import select
+    from latency_diff.servers import discover
     servers, pairs = matrix.plan("releases")
     chosen = {s.name for s in select(discover(), ",".join(servers))}
     assert {"netty41", "tomcat9-nio", "jetty10", "jetty11"} <= chosen
@@ -182,23 +178,6 @@ def test_the_windows_benchmark_alternates_its_sides_and_prices_the_windows(tmp_p
     assert s["extra_records"] == pytest.approx(90.0 / 630.0)
     with pytest.raises(SystemExit, match="at least 1"):
         bench_main(["windows", "--pairs", "0", "--results-dir", str(tmp_path)])
-
-
-def test_the_lend_benchmark_alternates_on_and_off_and_compares_their_means(tmp_path):
-    assert windows.order(2, lend.SIDES) == ["on", "off", "off", "on"]
-    runs = [{"side": "on", "minutes": 9.0, "prepare_s": 12.0, "wait_s": 300.0, "measure_s": 400.0},
-            {"side": "off", "minutes": 10.0, "prepare_s": 15.0, "wait_s": 420.0, "measure_s": 400.0},
-            {"side": "off", "minutes": 11.0, "prepare_s": 17.0, "wait_s": 480.0, "measure_s": 410.0},
-            {"side": "on", "minutes": 9.5, "prepare_s": 13.0, "wait_s": 340.0, "measure_s": 410.0}]
-    s = lend.summarize(runs)
-    # on: 9.25 min, 12.5 s, 320 s; off: 10.5 min, 16.0 s, 450 s.
-    assert s["minutes"]["on"] == 9.25 and s["minutes"]["off"] == 10.5
-    assert s["minutes"]["change"] == pytest.approx(9.25 / 10.5 - 1)
-    assert s["prepare_s"]["change"] == pytest.approx(12.5 / 16.0 - 1)
-    assert s["wait_s"]["change"] == pytest.approx(320 / 450 - 1)
-    assert s["measure_s"]["change"] == pytest.approx(0.0)
-    with pytest.raises(SystemExit, match="at least 1"):
-        bench_main(["lend", "--rounds", "0", "--results-dir", str(tmp_path)])
 
 
 def test_the_jdks_matrix_runs_the_core_servers_on_17_21_and_the_runs_own(monkeypatch):

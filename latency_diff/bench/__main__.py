@@ -10,27 +10,29 @@ from .. import KIT_ROOT
 from . import (
     coverage,
     firstrun,
+    fleet,
     gate,
     independent,
-    interleave,
-    lend,
     matrix,
-    pinning,
     robustness,
     sensitivity,
-    warmup,
     windows,
 )
 
-BENCHMARKS = {"robustness": robustness, "interleave": interleave, "warmup": warmup,
-              "pinning": pinning, "matrix": matrix, "coverage": coverage,
-              "sensitivity": sensitivity, "windows": windows, "independent": independent,
-              "firstrun": firstrun, "lend": lend, "gate": gate}
+#: The benchmarks, the one list of them.
+BENCHMARKS = {"coverage": coverage, "gate": gate, "fleet": fleet, "matrix": matrix, "sensitivity": sensitivity,
+              "robustness": robustness, "windows": windows, "independent": independent, "firstrun": firstrun}
+
+
+def summaries() -> str:
+    """One line per benchmark: its name and its docstring's first line."""
+    return "\n".join(f"  {name:12} {(m.__doc__ or '').splitlines()[0]}" for name, m in BENCHMARKS.items())
 
 
 def main(argv: list[str] | None = None) -> int:
     from . import __doc__ as doc
-    p = argparse.ArgumentParser(prog="bench.sh", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = argparse.ArgumentParser(prog="bench.sh", description=f"{doc}\nThe benchmarks:\n{summaries()}",
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Options a benchmark does not know go to the driver of each of its runs (e.g. "
                                 "--budget 120).")
     sub = p.add_subparsers(dest="name", required=True, metavar="NAME")
