@@ -303,8 +303,9 @@ def check_date_later(port: int, first: Result, host: str = "127.0.0.1") -> str |
 def check_servers(names: list[str], *, verbose: bool = True, http: str | None = None) -> dict[str, Result]:
     """Starts the dummy (for its length) and each named server (none named: every one, matrix_only ones too) on a
     free port; checks each with `http`, or with its own HTTP version (server.toml) when None; stops."""
+    from .catalog import select
     from .process import ServerProcess
-    from .servers import discover, select
+    from .servers import discover
     servers = select(discover(), ",".join(names)) if names else discover()
     results: dict[str, Result] = {}
     reference_length: int | None = None

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from . import KIT_ROOT, gate, stopping
 from . import shard as sharding
-from .servers import Server, ServerError, discover, select
+from .catalog import select
+from .servers import Server, ServerError, discover
 
 #: Profiles. warmup: requests per server process before measuring (then the JIT must be done, `settle`);
 #: run_length / segment / segments: the interleaved lean client's runs of requests to one process, its

@@ -253,8 +253,8 @@ ensure_venv() {
 build_jars() {
   local goal="${1:-package}" force="${2:-}" servers="${3:-}" python="${PYTHON:-python3}"
   local stamps="${KIT_ROOT}/.build" line module jar options stamp reason="" lines=() stale=() stale_options=() clean=""
-  (cd "$KIT_ROOT" && "$python" -m latency_diff.servers check-reactor) || die "fix the root pom.xml's <modules> (see above)"
-  mapfile -t lines < <(cd "$KIT_ROOT" && "$python" -m latency_diff.servers modules ${servers:+--servers "$servers"})
+  (cd "$KIT_ROOT" && "$python" -m latency_diff.catalog check-reactor) || die "fix the root pom.xml's <modules> (see above)"
+  mapfile -t lines < <(cd "$KIT_ROOT" && "$python" -m latency_diff.catalog modules ${servers:+--servers "$servers"})
   for line in "${lines[@]}"; do
     read -r module jar options <<<"$line"
     stamp="${stamps}/${module//\//_}${options:+@${jar//\//_}}.stamp"

@@ -7,9 +7,10 @@ import socket
 import pytest
 
 from latency_diff import controls, rundir
+from latency_diff.catalog import select
 from latency_diff.controls import Truth, parse_truth
 from latency_diff.process import ServerProcess
-from latency_diff.servers import discover, select
+from latency_diff.servers import discover
 
 SPIN = ("TRUTH control-spin mode=fixed requests=4 spin_ns_total=8130 spin_ns_median=2021 configured_ns=2000 "
         "expected_ns=2000")

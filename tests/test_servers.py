@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from latency_diff import servers
+from latency_diff import catalog, servers
 from latency_diff.servers import ServerError
 
 
@@ -26,10 +26,10 @@ def test_discovery_finds_the_dummy_first_and_unique_names():
 
 def test_select_keeps_the_baseline_and_rejects_unknown_names():
     found = servers.discover()
-    chosen = servers.select(found, "undertow")
+    chosen = catalog.select(found, "undertow")
     assert [s.name for s in chosen] == ["dummy", "dummy-nio", "floor", "undertow"]
     with pytest.raises(ServerError, match="unknown server\\(s\\): nope"):
-        servers.select(found, "undertow,nope")
+        catalog.select(found, "undertow,nope")
 
 
 def test_the_root_pom_builds_every_module():
@@ -52,7 +52,7 @@ def test_a_module_missing_from_the_reactor_names_the_line_to_add(tmp_path):
         "<modules>",
         "the root pom.xml lists <module>servers/gone</module>, but servers/gone/pom.xml does not exist: remove the "
         "line"]
-    proc = subprocess.run([sys.executable, "-m", "latency_diff.servers", "check-reactor"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "latency_diff.catalog", "check-reactor"], capture_output=True,
                           text=True, cwd=servers.KIT_ROOT)
     assert proc.returncode == 0 and proc.stderr == ""
 
@@ -113,25 +113,25 @@ def test_a_matrix_only_server_is_left_out_of_all_but_measured_by_name(tmp_path):
     found = servers.discover(root)
     assert found[1].matrix_only == "an older release line"  # whitespace folded, as notes are
     assert found[1].to_dict()["matrix_only"] == "an older release line"
-    assert [s.name for s in servers.select(found, None)] == ["dummy"]
-    assert [s.name for s in servers.select(found, "all")] == ["dummy"]
-    assert [s.name for s in servers.select(found, "x")] == ["dummy", "x"]
-    assert [s.name for s in servers.select(found, "all,x")] == ["dummy", "x"]
+    assert [s.name for s in catalog.select(found, None)] == ["dummy"]
+    assert [s.name for s in catalog.select(found, "all")] == ["dummy"]
+    assert [s.name for s in catalog.select(found, "x")] == ["dummy", "x"]
+    assert [s.name for s in catalog.select(found, "all,x")] == ["dummy", "x"]
 
 
 def test_the_older_release_lines_are_matrix_only_and_still_built(capsys):
     found = servers.discover()
     assert {s.name for s in found if s.matrix_only} == MATRIX_ONLY | CONTROLS
-    everything = {s.name for s in servers.select(found, None)}
+    everything = {s.name for s in catalog.select(found, None)}
     assert not everything & MATRIX_ONLY and {"netty", "tomcat-nio", "jetty9", "jetty"} <= everything
-    assert [s.name for s in servers.select(found, "netty41,tomcat9-nio")][-2:] == ["netty41", "tomcat9-nio"]
-    (v,) = [s for s in servers.select(found, "netty41@4.1.100.Final") if s.variant]
+    assert [s.name for s in catalog.select(found, "netty41,tomcat9-nio")][-2:] == ["netty41", "tomcat9-nio"]
+    (v,) = [s for s in catalog.select(found, "netty41@4.1.100.Final") if s.variant]
     assert v.variant.of == "netty41"
     # A build with no --servers (scripts/build.sh) builds them; the build of a run of "all" (run-all.sh) does not.
-    assert servers.main(["modules"]) == 0
+    assert catalog.main(["modules"]) == 0
     built = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
     assert {"servers/netty41", "servers/tomcat9", "servers/jetty10", "servers/jetty11"} <= built
-    assert servers.main(["modules", "--servers", "all"]) == 0
+    assert catalog.main(["modules", "--servers", "all"]) == 0
     built_for_all = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
     assert built - built_for_all == {"servers/netty41", "servers/tomcat9", "servers/jetty10", "servers/jetty11"}
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from latency_diff import KIT_ROOT, settings, variants
-from latency_diff.servers import MIN_JAVA, ServerError, build_modules, discover, select
+from latency_diff.catalog import select
+from latency_diff.servers import MIN_JAVA, ServerError, build_modules, discover
 
 KNOWN = {s.name: s for s in discover()}
 JAVA_HOME = os.environ.get("JAVA_HOME") or str(Path(os.path.realpath("/usr/bin/java")).parent.parent)
