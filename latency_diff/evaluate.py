@@ -563,6 +563,7 @@ def scaling(r: RunResult) -> Scaling | None:
             s, shift, offset = max(shifts, key=lambda t: abs(t[1]) / t[0].target)
             out.worst, out.worst_shift, out.worst_target, out.worst_offset = s.name, shift, s.target, offset
             out.fails = slope.p < SCALING_ALPHA and abs(shift) > s.target
+        out.significant = slope.p < SCALING_ALPHA
     return out
 
 
@@ -754,7 +755,7 @@ def _run_warnings(r: RunResult) -> None:
             null.diff.ci95_high:
         r.warnings.append(w.NullPairBiased(null.diff.mean, null.diff.ci95_low, null.diff.ci95_high,
                                            r.baseline.name if r.baseline else "dummy"))
-    ratio = floor_ratio(r)
+    ratio = r.floor = floor_ratio(r)
     if ratio is not None and ratio.rel_spread is not None and ratio.rel_spread > FLOOR_RATIO_SD_MAX:
         r.warnings.append(w.FloorRatioUnstable(ratio.mean, ratio.rel_spread, FLOOR_RATIO_SD_MAX))
     if r.status != "complete":

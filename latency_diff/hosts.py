@@ -20,6 +20,7 @@ from itertools import combinations
 
 import numpy as np
 
+from .export.tables import servers_of, side_by_side_rows
 from .model import RunResult, ServerResult
 
 
@@ -42,43 +43,26 @@ def label(r: RunResult) -> str:
     return f"{cpu}, {r.run_id}"
 
 
-def _servers(r: RunResult) -> dict[str, ServerResult]:
-    return {s.name: s for s in r.ranked if not s.baseline and not s.reference and s.valid}
-
-
-def _ranks(r: RunResult) -> dict[str, int]:
-    ordered = sorted(_servers(r).values(), key=lambda s: s.diff.mean)
-    return {s.name: i + 1 for i, s in enumerate(ordered)}
-
-
 def table(runs: list[RunResult]) -> tuple[list[str], list[list[str]]]:
     """A row per server valid in any run: per run its diff [us], ratio, rank, system calls and switches per request."""
-    per = [_servers(r) for r in runs]
-    ranks = [_ranks(r) for r in runs]
+    per = [servers_of(r) for r in runs]
     names = sorted({n for p in per for n in p}, key=lambda n: next((p[n].diff.mean for p in per if n in p), 0))
     cols = ["server"]
     for i in range(len(runs)):
         cols += [f"diff {i + 1} [us]", f"ratio {i + 1}", f"rank {i + 1}", f"syscalls/req {i + 1}",
                  f"switches/req {i + 1}"]
+
+    def cells(s: ServerResult, rank: int) -> list[str]:
+        w = s.work or {}
+        return [f"{s.diff.mean / 1000:.2f}", f"{s.clients[s.primary].ratio.mean:.3f}", str(rank),
+                f"{w['syscalls']:.2f}" if "syscalls" in w else "-", f"{w['switches']:.2f}" if "switches" in w else "-"]
+
+    rows = side_by_side_rows(runs, names, cells, 5)
     if len(runs) == 2:
         cols.append("diff 1 / diff 2")
-    rows = []
-    for n in names:
-        row = [n]
-        for p, rk in zip(per, ranks, strict=True):
-            s = p.get(n)
-            if s is None:
-                row += ["-"] * 5
-                continue
-            w = s.work or {}
-            ratio = s.clients[s.primary].ratio.mean
-            row += [f"{s.diff.mean / 1000:.2f}", f"{ratio:.3f}", str(rk[n]),
-                    f"{w['syscalls']:.2f}" if "syscalls" in w else "-",
-                    f"{w['switches']:.2f}" if "switches" in w else "-"]
-        if len(runs) == 2:
-            a, b = per[0].get(n), per[1].get(n)
+        for row in rows:
+            a, b = per[0].get(row[0]), per[1].get(row[0])
             row.append(f"{a.diff.mean / b.diff.mean:.2f}x" if a and b and abs(b.diff.mean) > 500 else "-")
-        rows.append(row)
     return cols, rows
 
 
@@ -95,7 +79,7 @@ def _apart(a: ServerResult, b: ServerResult) -> int:
 
 def flips(x: RunResult, y: RunResult) -> tuple[int, list[tuple[str, str]]]:
     """(pairs of servers both runs tell apart, those of them ranked the other way round)."""
-    px, py = _servers(x), _servers(y)
+    px, py = servers_of(x), servers_of(y)
     common = sorted(set(px) & set(py))
     told, flipped = 0, []
     for a, b in combinations(common, 2):
@@ -115,7 +99,7 @@ def carried(x: RunResult, y: RunResult) -> tuple[list[str], list[tuple[str, str,
     """The servers that both runs counted (the dummy too), and those whose system calls or switches per request
     differ by more than CARRY_TOLERANCE of their mean: (server, "syscalls" or "switches", count in x, count in y)."""
     def counted(r: RunResult) -> dict[str, dict]:
-        rows = {s.name: s.work for s in _servers(r).values() if s.work and "syscalls" in s.work}
+        rows = {s.name: s.work for s in servers_of(r).values() if s.work and "syscalls" in s.work}
         if r.baseline is not None and r.baseline.work and "syscalls" in r.baseline.work:
             rows[r.baseline.name] = r.baseline.work
         return rows
@@ -136,7 +120,7 @@ def fit(r: RunResult) -> Fit | None:
     if base is None or not base.work or "syscalls" not in base.work or base.cpu_user is None:
         return None
     rows, names, ys = [], [], []
-    for s in _servers(r).values():
+    for s in servers_of(r).values():
         w = s.work or {}
         if "syscalls" not in w or s.cpu_user is None:
             continue

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from . import KIT_ROOT, envinfo, evaluate, export, prior, rundir, stats, stopping
 from . import warnings as w
+from .export.tables import ranks, side_by_side_rows
 from .model import ClientResult, Pair, RunResult, ServerResult
 from .stats import Summary
 
@@ -629,34 +630,20 @@ def columns(groups: list[tuple[str, list[Shard]]], prefix: str) -> list[Column]:
             for i, (label, group) in enumerate(groups, 1)]
 
 
-def _ranks(r: RunResult) -> dict[str, int]:
-    rows = [s for s in r.ranked if not s.ladder]
-    return {s.name: i + 1 for i, s in enumerate(rows)}
-
-
 def side_by_side(cols: list[Column]) -> tuple[tuple[str, ...], list[list[str]], set[int]]:
     """A row per server valid on any host: per column its ratio, its diff at the column's reference with its interval
     (marked where it is not told apart from the row above it in that column) and its rank within the column."""
     from .export import tables
-    ranks = [_ranks(c.result) for c in cols]
-    rows_by = [{s.name: s for s in c.result.ranked if not s.ladder} for c in cols]
-    names = list(dict.fromkeys(n for rb in rows_by for n in rb))
     head = ["server"]
     for i in range(1, len(cols) + 1):
         head += [f"ratio {i}", f"diff {i} [us]", f"95% CI {i} [us]", f"rank {i}"]
-    body = []
-    for n in names:
-        row = [n]
-        for rb, rk in zip(rows_by, ranks, strict=True):
-            s = rb.get(n)
-            if s is None:
-                row += ["-"] * 4
-                continue
-            mark = f" {tables.NOT_SIGNIFICANT}" if s.differs_from_previous is False else ""
-            row += [f"{s.clients[s.primary].ratio.mean:.3f}", tables.us(s.diff.mean) + mark, tables.ci_text(s.diff),
-                    str(rk[n])]
-        body.append(row)
-    return tuple(head), body, set(range(1, len(head)))
+
+    def cells(s: ServerResult, rank: int) -> list[str]:
+        mark = f" {tables.NOT_SIGNIFICANT}" if s.differs_from_previous is False else ""
+        return [f"{s.clients[s.primary].ratio.mean:.3f}", tables.us(s.diff.mean) + mark, tables.ci_text(s.diff),
+                str(rank)]
+
+    return tuple(head), side_by_side_rows([c.result for c in cols], None, cells, 4), set(range(1, len(head)))
 
 
 def column_lines(cols: list[Column]) -> list[str]:
@@ -704,7 +691,7 @@ def write_by_host(out: Path, cols: list[Column]) -> list[Path]:
          "shards": [s.index for s in c.shards], "count": c.shards[0].count, "ref_ns": c.result.merge["ref_ns"],
          "host_spread": c.result.merge["host_spread"], "cpu_model": host_of(c.result)[0], "jdk": host_of(c.result)[1],
          "kit": host_of(c.result)[2]} for c in cols]}, "servers": []}
-    ranks = [_ranks(c.result) for c in cols]
+    col_ranks = [ranks(c.result) for c in cols]
     buf = io.StringIO()
     cw = csv.writer(buf, lineterminator="\n")
     cw.writerow(["name"] + [f"{k}_{i}" for i in range(1, len(cols) + 1)
@@ -712,7 +699,7 @@ def write_by_host(out: Path, cols: list[Column]) -> list[Path]:
                                       "differs_from_previous")])
     for name in [row[0] for row in t[1]]:
         entry, csv_row = {"name": name, "columns": []}, [name]
-        for c, rk in zip(cols, ranks, strict=True):
+        for c, rk in zip(cols, col_ranks, strict=True):
             s = c.result.server(name)
             if s is None or not s.valid or s.ladder:
                 entry["columns"].append(None)

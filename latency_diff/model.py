@@ -272,6 +272,8 @@ class Scaling:
     #: The slope is significant (slope_p under evaluate.SCALING_ALPHA) and moves the worst server's diff by more
     #: than its target.
     fails: bool = False
+    #: The slope is significant, whether or not it moves a diff by more than its target.
+    significant: bool = field(default=False, metadata={"export": False})
 
 
 @dataclass
@@ -303,6 +305,9 @@ class RunResult:
     #: A table merged from shard runs (merge.py): the shards, the reference, the hosts' spread from the anchors;
     #: None for a run of its own.
     merge: dict | None = field(default=None, metadata={"export": False})
+    #: The floor's round trip over the dummy's over its pairs (evaluate.floor_ratio), None for a merge (each shard's
+    #: own report checks its floor).
+    floor: Summary | None = field(default=None, metadata={"export": False})
 
     @property
     def ranked(self) -> list[ServerResult]:

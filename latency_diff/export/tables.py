@@ -6,6 +6,8 @@ in its header (microseconds for times; summary.json and summary.csv keep nanosec
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .. import stats, stopping
 from ..histogram import PERCENTILES, label
 from ..model import RunResult, ServerResult
@@ -573,9 +575,10 @@ def _other_client_note(r: RunResult) -> str:
 
 
 def checks(r: RunResult) -> list[str]:
-    """The method's own checks, in every run."""
+    """The method's own checks, in every run: what evaluate decided (its warnings, a control's truth), in words."""
     from .. import evaluate as ev
     from .. import warnings as w
+    warned = {type(x) for x in r.warnings}
     out = []
     for s in r.ranked:
         t = s.truth
@@ -589,19 +592,17 @@ def checks(r: RunResult) -> list[str]:
                    f"modes {', '.join(t['modes'])}), measured {us(s.diff.mean)} us {ci_text(s.diff)}: {verdict}")
     null = r.null
     if null is not None and null.valid and null.diff.ci95_low is not None:
-        ok = null.diff.ci95_low <= 0 <= null.diff.ci95_high
         base = r.baseline.name if r.baseline else "dummy"
         out.append(f"null pair ({base} against a second {base} process): {null.diff.mean / 1000:+.2f} us "
-                   f"{ci_text(null.diff)} over {null.diff.n} pairs: " + ("contains 0, as it must" if ok else
-                                                                         "does NOT contain 0 (see warnings)"))
+                   f"{ci_text(null.diff)} over {null.diff.n} pairs: " + (
+                       "does NOT contain 0 (see warnings)" if w.NullPairBiased in warned else "contains 0, as it must"))
     elif null is not None:
         out.append("null pair: " + (null.reason or "fewer than 2 pairs, no interval"))
-    ratio = ev.floor_ratio(r) if r.merge is None else None  # a merge: each shard's report checks its own floor
+    ratio = r.floor
     if ratio is not None and ratio.rel_spread is not None:
-        ok = ratio.rel_spread <= ev.FLOOR_RATIO_SD_MAX
         out.append(f"floor over dummy: ratio {ratio.mean:.3f}, relative sd {ratio.rel_spread:.1%} over {ratio.n} "
-                   "pairs: " + ("steady, as it must be" if ok
-                                else f"NOT steady (over {ev.FLOOR_RATIO_SD_MAX:.1%}; see warnings)"))
+                   "pairs: " + (f"NOT steady (over {ev.FLOOR_RATIO_SD_MAX:.1%}; see warnings)"
+                                if w.FloorRatioUnstable in warned else "steady, as it must be"))
     sc = r.scaling
     if sc is not None and sc.removed is not None:
         out.append(f"scaling: dividing each pair by its own baseline round trip removed {sc.removed:.0%} of the "
@@ -614,7 +615,7 @@ def checks(r: RunResult) -> list[str]:
         if sc.fails:
             out.append(head + f"NOT proportional: it moves {sc.worst}'s diff by {us(sc.worst_shift)} us, more than "
                        "its target (see warnings)")
-        elif sc.slope_p < ev.SCALING_ALPHA and sc.worst is not None:
+        elif sc.significant and sc.worst is not None:
             out.append(head + f"significant, but it moves no diff by more than its target (most: {sc.worst}'s, by "
                        f"{us(sc.worst_shift)} us against ±{us(sc.worst_target)})")
         else:
@@ -630,8 +631,8 @@ def checks(r: RunResult) -> list[str]:
     if busy and busy.get("worst_share") is not None:
         out.append(f"busy machine: other processes took {busy['other_share']:.1%} of the machine's CPU time during "
                    f"the run, {busy['worst_share']:.1%} in its busiest {busy['worst_window_s']:.0f} s: "
-                   + ("quiet enough" if busy["worst_share"] <= ev.BUSY_SHARE_MAX
-                      else f"BUSY (over {ev.BUSY_SHARE_MAX:.0%}; see warnings)"))
+                   + (f"BUSY (over {ev.BUSY_SHARE_MAX:.0%}; see warnings)" if w.BusyMachine in warned
+                      else "quiet enough"))
     both = [s for s in r.ranked if s.clients_agree is not None]
     if both:
         agree = sum(1 for s in both if s.clients_agree)
@@ -744,3 +745,23 @@ def render_md(t: Table) -> str:
     out = ["| " + " | ".join(cols) + " |", rule]
     out += ["| " + " | ".join(row) + " |" for row in body]
     return "\n".join(out)
+
+
+# -- runs side by side (hosts.py, merge.py --by-host) ------------------------------------------------------------
+def servers_of(r: RunResult) -> dict[str, ServerResult]:
+    """The run's valid servers off the ladder, by name, in the order of their diffs."""
+    return {s.name: s for s in r.ranked if not s.ladder}
+
+
+def ranks(r: RunResult) -> dict[str, int]:
+    return {name: i + 1 for i, name in enumerate(servers_of(r))}
+
+
+def side_by_side_rows(runs: list[RunResult], names: list[str] | None, cells: Callable[[ServerResult, int], list[str]],
+            width: int) -> list[list[str]]:
+    """A row per server (`names`, or every one valid in any run, in the first run's order where it is) with, per
+    run, `cells(server, its rank in that run)`, or `width` dashes where the run has no valid row of it."""
+    per, ranked = [servers_of(r) for r in runs], [ranks(r) for r in runs]
+    names = names if names is not None else list(dict.fromkeys(n for p in per for n in p))
+    return [[n, *(x for p, rk in zip(per, ranked, strict=True)
+                  for x in (cells(p[n], rk[n]) if n in p else ["-"] * width))] for n in names]
