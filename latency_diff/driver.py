@@ -7,13 +7,17 @@ process) and the baseline ladder (floor, NIO dummy). Every server gets --min-pai
 servers whose diff is not yet within the precision target get more, while their --budget lasts
 (schedule.py).
 
-Two lanes: the *measuring lane* (this module's main thread) measures pairs on the measured CPU; the
-*preparing lane* (a worker thread) starts, checks and warms up the next processes on another CPU
+Two lanes (lanes.py): the *measuring lane* (this module's main thread) measures pairs on the measured
+CPU; the *preparing lane* (a worker thread) starts, checks and warms up the next processes on another CPU
 meanwhile, up to LOOKAHEAD of them ahead, so that a pair's cost is what the slower lane spends on
 it, not their sum. Without a second CPU (split or no pinning) the measuring lane prepares each
 process itself, just before it needs it. A server is scheduled a pair or two before its previous
 one is counted; a process that is no longer wanted is not started, its preparation under way is aborted, and
 a prepared one is stopped unmeasured (each on record in the logs as "skipped").
+
+Run's jobs, one method each: the rounds (items), the measuring loop (measure), a round's dummy (_new_round),
+one pair (_one_pair), the windows after it (_after_pair), counting it in the schedule (_count), progress
+(_report), and the run's record (status, describe, know_priors).
 """
 
 from __future__ import annotations
@@ -28,13 +32,13 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent import futures
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import KIT_ROOT, conformance, envinfo, pair, prior, rundir, windows
 from .clients import Clients
-from .lanes import Lane
+from .lanes import Lanes
 from .model import NULL_PAIR
 from .ports import Ports, wait_free
 from .progress import Progress
@@ -46,10 +50,6 @@ from .settings import Settings
 MIN_FREE_BYTES = 1 << 20  # a pair's records are ~10-100 KB compressed, a server log a few KB
 #: Processes the preparing lane may have ready (or under way) beyond the one being measured.
 LOOKAHEAD = 2
-#: While the measured CPU waits for a preparation, the process being prepared is lent it this often (--lend-cpu).
-LEND_POLL_S = 0.25
-#: Preparation times kept for the segments of the next pairs (schedule.Schedule.segments).
-RECENT_PREPARATIONS = 8
 
 
 class Interrupted(Exception):
@@ -109,11 +109,7 @@ class Run:
         #: Servers whose work per request has been counted (in a counting window after one of their pairs).
         self.counted: Counter[str] = Counter()
         self.profiled: set[str] = set()
-        self.lane = Lane(settings.prepare_cpu is not None)
-        #: Stops finished processes (off the measured CPU) while the measuring lane goes on; writes their records.
-        self.reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stop") if self.lane.pool else None
-        #: Recent server processes' preparation times, for how long a pair can measure for free.
-        self.prepare_times: deque[float] = deque(maxlen=RECENT_PREPARATIONS)
+        self.lanes = Lanes(self.ctx, ahead=settings.prepare_cpu is not None, lend=settings.lend_cpu)
         #: Measuring-lane time waiting for a round's dummy, billed to the round's first pair.
         self.carry_s = 0.0
 
@@ -187,7 +183,7 @@ class Run:
                 if item is None:
                     return
                 # Bind the item now: the lambda runs later, on the preparing lane.
-                queue.append((item, self.lane.submit(lambda it=item: self.prepare(it))))
+                queue.append((item, self.lanes.submit(lambda it=item: self.prepare(it))))
 
         try:
             fill()
@@ -205,11 +201,9 @@ class Run:
         finally:
             if base is not None:
                 pair.stop(self.ctx, base.proc, base.record.tag)
-            if self.reaper is not None:
-                self.reaper.shutdown(wait=True)
             for _, future in queue:  # prepared, never measured
                 future.cancel()
-            self.lane.shutdown()
+            self.lanes.shutdown()
             for _, future in queue:
                 if future.done() and not future.cancelled() and future.exception() is None:
                     p = future.result()
@@ -219,13 +213,7 @@ class Run:
         """The item's prepared process; an interrupt while waiting is reported where the preparation was."""
         self.waiting_for = item
         try:
-            if self.settings.lend_cpu and self.lane.ahead:
-                last = time.monotonic()
-                while not futures.wait([future], timeout=LEND_POLL_S).done:
-                    now = time.monotonic()
-                    pair.lend(self.ctx, now - last)
-                    last = now
-            return future.result()
+            return self.lanes.wait(future)
         except (KeyboardInterrupt, Interrupted):
             self.stopped_at = self.stopped_at or dict(item.stage)
             raise
@@ -304,29 +292,12 @@ class Run:
             # pairs before it measure); the round's dummy served the round's earlier pairs meanwhile.
             now = time.monotonic()
             seconds["since_warmup"], seconds["base_since_warmup"] = now - srv.ready_at, now - base.ready_at
-            plan = pair.Plan(segments=self.schedule.segments(st, self.prepare_times if self.lane.ahead else None),
-                             ab_quads=settings.ab_quads)
-            self.prepare_times.append(srv.record.prepare_s or 0.0)
+            plan = pair.Plan(segments=self.schedule.segments(st, self.lanes.recent()), ab_quads=settings.ab_quads)
+            self.lanes.prepare_times.append(srv.record.prepare_s or 0.0)
             units = pair.measure(self.ctx, base, srv, rec, plan, http, self.stage,
                                  lambda t: self.progress.say(t, transient=True))
             seconds["measure"] = rec.seconds["measure"]
-            if st.server.name not in self.date_checked:
-                t3 = time.monotonic()
-                pair.date_check(srv, self.stage)
-                self.date_checked.add(st.server.name)
-                seconds["date_check"] = time.monotonic() - t3
-            if settings.count_requests and self.counted[st.server.name] < settings.count_pairs:
-                t4 = time.monotonic()
-                self.counted[st.server.name] += 1  # a window a pair of its first count_pairs, counted or not
-                windows.count(self.ctx, base, srv, rec, http, self.stage,
-                              lambda t: self.progress.say(t, transient=True))
-                seconds["count"] = time.monotonic() - t4
-            if settings.profile_requests and st.server.is_java and st.server.name not in self.profiled:
-                t5 = time.monotonic()
-                self.profiled.add(st.server.name)  # one window a server (rec.profile says how it went)
-                windows.profile(self.ctx, base, srv, rec, http, self.stage,
-                                lambda t: self.progress.say(t, transient=True))
-                seconds["profile"] = time.monotonic() - t5
+            self._after_pair(st.server, base, srv, rec, http, seconds)
         except pair.PairFailed as e:
             rec.status, rec.phase, rec.reason = "failed", e.phase, str(e)
             st.failed = f"{e.phase}: {e}"
@@ -353,6 +324,29 @@ class Run:
         if rec.status == "measured":
             self._count(st, rec, units)
 
+    def _after_pair(self, server: Server, base: pair.Prepared, srv: pair.Prepared, rec: PairRecord, http: str,
+                    seconds: dict[str, float]) -> None:
+        """What follows a measured pair on the same processes, its time in `seconds`: the server's Date header checked
+        (once a server), its work per request counted (after its first --count-pairs pairs), its CPU time profiled (once
+        a Java server). None of it is the server's precision budget."""
+        settings, name = self.settings, server.name
+        say = lambda t: self.progress.say(t, transient=True)  # noqa: E731
+        if name not in self.date_checked:
+            t0 = time.monotonic()
+            pair.date_check(srv, self.stage)
+            self.date_checked.add(name)
+            seconds["date_check"] = time.monotonic() - t0
+        if settings.count_requests and self.counted[name] < settings.count_pairs:
+            t0 = time.monotonic()
+            self.counted[name] += 1  # a window a pair of its first count_pairs, counted or not
+            windows.count(self.ctx, base, srv, rec, http, self.stage, say)
+            seconds["count"] = time.monotonic() - t0
+        if settings.profile_requests and server.is_java and name not in self.profiled:
+            t0 = time.monotonic()
+            self.profiled.add(name)  # one window a server (rec.profile says how it went)
+            windows.profile(self.ctx, base, srv, rec, http, self.stage, say)
+            seconds["profile"] = time.monotonic() - t0
+
     def _skipped(self, item: Item, how: str, wait_s: float) -> None:
         """A process prepared ahead for a server that stopped meanwhile: said, and on record with the wait it cost."""
         st = item.state
@@ -367,15 +361,13 @@ class Run:
             t0 = time.monotonic()
             p.record.exit_status = pair.stop(self.ctx, p.proc, p.record.tag)
             if rec is not None:
-                if self.reaper is None:  # stopped on the measuring lane: its time is the pair's
+                if self.lanes.reaper is None:  # stopped on the measuring lane: its time is the pair's
                     rec.seconds["stop"] = round(time.monotonic() - t0, 3)
                     rec.seconds["total"] = round(rec.seconds["total"] + rec.seconds["stop"], 3)
                 if not wait_free(p.port):
                     rec.notes.append(f"port {p.port} still busy 10 s after stopping")
                 self.writer.pair(rec)
-        if self.reaper is not None and not self.ctx.stopping.is_set():
-            self.reaper.submit(stop)
-        else:
+        if not self.lanes.in_background(stop):
             stop()
 
     def _count(self, st: ServerState, rec: PairRecord, units: list) -> None:
@@ -391,11 +383,14 @@ class Run:
         st.record(units, rec.seconds["total"], rec.seconds.get("measure", 0.0), ref,
                   windows_s=rec.seconds.get("count", 0.0) + rec.seconds.get("profile", 0.0),
                   prepare_s=rec.process.prepare_s if rec.process else None)
+        self._report(st, rec)
+
+    def _report(self, st: ServerState, rec: PairRecord) -> None:
+        """A counted pair on the terminal, and the time left on the terminal and on record (so that the estimate can
+        be set against the time the run then took)."""
         self.progress.say(f"{st.server.name}-p{rec.pair}: {self.schedule.status(st, self.settings)}; "
                           f"{rec.seconds['total']:.0f} s ({rec.seconds.get('measure', 0):.0f} s measuring)")
-        self.progress.left = self.schedule.seconds_left(self.settings)
-        # On record, so that the estimate can be set against the time the run then took.
-        left = self.progress.left
+        left = self.progress.left = self.schedule.seconds_left(self.settings)
         self.writer.log("progress", f"{st.server.name}-p{rec.pair}", json.dumps(
             {"elapsed_s": round(time.monotonic() - self.progress.started, 1),
              "left_s": None if left is None else round(left[0], 1),
@@ -403,9 +398,7 @@ class Run:
 
     def stop_all(self) -> None:
         self.ctx.stop_everything()
-        self.lane.shutdown()
-        if self.reaper is not None:
-            self.reaper.shutdown(wait=True)
+        self.lanes.shutdown()
         self.ctx.stop_everything()  # what the preparing lane started while it was stopping
 
     def close(self) -> None:

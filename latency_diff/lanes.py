@@ -1,14 +1,27 @@
-"""The preparing lane: where the next processes start, get checked and warm up while the measured CPU measures.
+"""The two lanes: where the next processes start, get checked and warm up while the measured CPU measures.
 
 With a second CPU (shared pinning), a worker thread prepares processes one after another on it; without
 one (split or no pinning), a preparation runs lazily on the measuring lane, when its result is asked for.
+`Lanes` is the preparing lane as the measuring lane sees it: preparations submitted ahead, waited for
+(lending the measured CPU to a slow one, --lend-cpu), their times kept for the next pairs' segments,
+and finished processes stopped in the background.
 """
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Callable
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+from . import pair
+
+#: While the measured CPU waits for a preparation, the process being prepared is lent it this often (--lend-cpu).
+LEND_POLL_S = 0.25
+#: Preparation times kept for the segments of the next pairs (schedule.Schedule.segments).
+RECENT_PREPARATIONS = 8
 
 
 class Lane:
@@ -46,3 +59,49 @@ class _Lazy(Future):
             except BaseException as e:
                 self.set_exception(e)
         return super().result(timeout)
+
+
+class Lanes:
+    """The preparing lane seen from the measuring lane, and the stopping of finished processes."""
+
+    def __init__(self, ctx: pair.Context, ahead: bool, lend: bool):
+        self.ctx = ctx
+        self.prepare = Lane(ahead)
+        self.lend = lend
+        #: Stops finished processes (off the measured CPU) while the measuring lane goes on.
+        self.reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="stop") if ahead else None
+        #: Recent server processes' preparation times, for how long a pair can measure for free.
+        self.prepare_times: deque[float] = deque(maxlen=RECENT_PREPARATIONS)
+
+    @property
+    def ahead(self) -> bool:
+        return self.prepare.ahead
+
+    def submit(self, fn: Callable[[], Any]) -> Future:
+        return self.prepare.submit(fn)
+
+    def wait(self, future: Future) -> Any:
+        """The preparation's result; meanwhile the process being prepared is lent the measured CPU (--lend-cpu)."""
+        if self.lend and self.ahead:
+            last = time.monotonic()
+            while not futures.wait([future], timeout=LEND_POLL_S).done:
+                now = time.monotonic()
+                pair.lend(self.ctx, now - last)
+                last = now
+        return future.result()
+
+    def recent(self) -> deque[float] | None:
+        """Recent preparation times, when processes are prepared ahead (else a pair cannot measure for free)."""
+        return self.prepare_times if self.ahead else None
+
+    def in_background(self, fn: Callable[[], None]) -> bool:
+        """Runs fn on the reaper, or not at all when there is none or the run is stopping; whether it did."""
+        if self.reaper is None or self.ctx.stopping.is_set():
+            return False
+        self.reaper.submit(fn)
+        return True
+
+    def shutdown(self, reaper: bool = True) -> None:
+        if reaper and self.reaper is not None:
+            self.reaper.shutdown(wait=True)
+        self.prepare.shutdown()
