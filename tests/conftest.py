@@ -1,9 +1,7 @@
-"""Shared fixtures: real ab outputs captured from this kit, and synthetic run directories built from them."""
+"""Shared fixtures: the kit on the path, and a misbehaving server."""
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,76 +10,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
-AB = ROOT / "tests" / "fixtures" / "ab"
-LEAN = ROOT / "tests" / "fixtures" / "lean"
-
-
-def make_run(tmp: Path, trials: dict[str, list[tuple[str, str | None]]], *, status: str = "complete",
-             response_bytes: dict[str, int] | None = None, jvm: dict[str, dict] | None = None,
-             settings: dict | None = None) -> Path:
-    """A run directory as the driver writes it. trials: server -> [(fixtures or "failed:<reason>", cpu), ...].
-
-    fixtures: an ab output (tests/fixtures/ab/*.txt), a lean-client output (tests/fixtures/lean/*.json), or
-    both as "a.txt|b.json"; with any lean output the run is in the current format (run/2, per-client
-    measurements), else in the first one (run/1, ab only). cpu: "utime+stime[+JIT threads]" ticks at 100 a
-    second.
-    jvm: server -> the agent's counter differences, added to each of its measurements.
-    """
-    run = tmp / "run"
-    run.mkdir(parents=True)
-    fixtures = [f for entries in trials.values() for f, _ in entries if not f.startswith("failed:")]
-    clients = [c for c, ext in (("ab", ".txt"), ("lean", ".json")) if any(ext in f for f in fixtures)] or ["ab"]
-    current = "lean" in clients
-    settings = {"profile": "test", "trials": max(len(v) for v in trials.values()), "requests": 20000,
-                "warmup": 0, "client_cpu": 0, "server_cpu": 1, "jvm_flags": [],
-                **({"clients": clients, "pinning": "split"} if current else {}), **(settings or {})}
-    (run / "run.json").write_text(json.dumps({"format": f"latency-diff/run/{2 if current else 1}", "run_id": "test",
-                                              "status": status, "settings": settings}))
-    servers = [{"name": name, "display": name.title(), "threading": "blocking", "baseline": name == "dummy",
-                "reference": name in ("floor", "dummy-nio"), "library": None, "notes": "test"} for name in trials]
-    (run / "env.json").write_text(json.dumps({"servers": servers, "load_average_start": [0.0, 0.0, 0.0],
-                                              "cpus_online": 2}))
-    lines = []
-    for name, entries in trials.items():
-        for i, (fixture, cpu) in enumerate(entries, 1):
-            entry: dict = {"server": name, "trial": i, "requests": 20000,
-                           "response_bytes": (response_bytes or {}).get(name, 296)}
-            if fixture.startswith("failed:"):
-                entry.update(status="failed", phase="start", reason=fixture.split(":", 1)[1])
-                lines.append(json.dumps(entry))
-                continue
-            entry["status"] = "measured"
-            measurements = {}
-            for f in fixture.split("|"):
-                client = "lean" if f.endswith(".json") else "ab"
-                rel = f"{client}/{name}-t{i}{Path(f).suffix}"
-                (run / client).mkdir(exist_ok=True)
-                shutil.copy((LEAN if client == "lean" else AB) / f, run / rel)
-                m: dict = {"file": rel}
-                if cpu:
-                    ticks = [int(x) for x in cpu.split("+")]
-                    m["cpu"] = {"clock_ticks_per_s": 100, "utime_ticks": ticks[0], "stime_ticks": ticks[1],
-                                "wall_s": 1.0}
-                    if len(ticks) > 2:
-                        m["cpu"]["jit_ticks"] = ticks[2]
-                if jvm and name in jvm:
-                    m["jvm"] = jvm[name]
-                measurements[client] = m
-            if current:
-                entry["measurements"] = measurements
-            else:
-                entry["ab_file"] = measurements["ab"]["file"]
-                if "cpu" in measurements["ab"]:
-                    entry["cpu"] = measurements["ab"]["cpu"]
-            lines.append(json.dumps(entry))
-    (run / "trials.jsonl").write_text("\n".join(lines) + "\n")
-    return run
-
-
-@pytest.fixture
-def ab_dir() -> Path:
-    return AB
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ round trip.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from latency_diff import rundir
+from latency_diff import rundir, settings
 from latency_diff.records import BlockRecord, CostRecord, PairRecord, ProcessRecord
 
 AB = Path(__file__).resolve().parent / "fixtures" / "ab"
@@ -151,3 +152,13 @@ def counting_window(syscalls: float, switches: float, requests: int = 10_000) ->
 
 def read_json_lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def resolve(argv: list[str], monkeypatch, **env: str) -> settings.Settings:
+    """The settings a command line gives, with no LATENCY_DIFF_ variable set but those in `env`."""
+    for k in list(os.environ):
+        if k.startswith("LATENCY_DIFF_"):
+            monkeypatch.delenv(k)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return settings.resolve(settings.build_parser("").parse_args(argv))

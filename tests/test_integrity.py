@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from runs import make_paired_run
+from runs import make_paired_run, resolve
 
 from latency_diff import evaluate, rundir, settings
 from latency_diff.export import summary_json, tables, terminal
@@ -17,15 +17,6 @@ from latency_diff.settings import RunError
 HTTP11 = ["helidon", "jlhttp", "micronaut", "nanohttpd", "webflux"]  # the servers whose server.toml says http = "1.1"
 PAIRS3 = [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)]
 AB3 = [(30_000, 37_100), (30_000, 37_600), (30_000, 36_600)]
-
-
-def resolve(argv, monkeypatch, **env):
-    for k in list(os.environ):
-        if k.startswith("LATENCY_DIFF_"):
-            monkeypatch.delenv(k)
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return settings.resolve(settings.build_parser("").parse_args(argv))
 
 
 def blocks(run):

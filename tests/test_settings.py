@@ -1,18 +1,10 @@
 """Settings: flags, LATENCY_DIFF_ variables and their parsing, and the errors for bad values."""
 
 import pytest
+from runs import resolve
 
 from latency_diff import settings
 from latency_diff.settings import RunError
-
-
-def resolve(argv, monkeypatch, **env):
-    for k in list(__import__("os").environ):
-        if k.startswith("LATENCY_DIFF_"):
-            monkeypatch.delenv(k)
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return settings.resolve(settings.build_parser("").parse_args(argv))
 
 
 @pytest.mark.parametrize("value, expected", [("1", True), ("yes", True), ("ON", True), ("true", True),

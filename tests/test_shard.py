@@ -10,11 +10,12 @@ import random
 from pathlib import Path
 
 import pytest
-from runs import make_paired_run
+from runs import make_paired_run, resolve
 
 from latency_diff import evaluate, settings, shard
+from latency_diff.catalog import select
 from latency_diff.export import tables
-from latency_diff.servers import Server, Variant, discover, select
+from latency_diff.servers import Server, Variant, discover
 from latency_diff.settings import RunError
 
 
@@ -23,15 +24,6 @@ def server(name: str, **kw) -> Server:
 
 
 LADDER = [server("dummy", baseline=True), server("floor", reference=True), server("dummy-nio", reference=True)]
-
-
-def resolve(argv, monkeypatch, **env):
-    for k in list(os.environ):
-        if k.startswith("LATENCY_DIFF_"):
-            monkeypatch.delenv(k)
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return settings.resolve(settings.build_parser("").parse_args(argv))
 
 
 def test_the_longest_first_split_of_known_costs():
