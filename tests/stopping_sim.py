@@ -11,11 +11,12 @@ of freedom (heavy tails), scaled to the same sd; and an 80/20 mixture of two suc
 apart (two speed modes of fresh JVMs). A server that reaches max pairs stops there (the budget's part).
 
 real_coverage draws its servers from the committed runs instead (tests/fixtures/committed_pairs.json, both hosts):
-each (host group, server) measured in at least 3 runs becomes a simulated server whose truth is its pooled mean
-ratio. A simulated run of it takes one of its real runs' offsets from that mean (shrunk to the spread between runs
-that the pairs' own noise does not explain: prior.spread's tau) and draws its pairs from its real pairs' deviations
-from their own run's mean: the real spreads, tails and speed modes, at the real references and targets. Each is
-stopped by the rule with the prior its history gives (prior.spread over all its runs), as a run on that host would.
+each (host group, state of the host, server) measured in at least 3 runs becomes a simulated server whose truth is
+its pooled mean ratio. A simulated run of it takes one of its real runs' offsets from that mean (shrunk to the
+spread between runs that the pairs' own noise does not explain: prior.spread's tau) and draws its pairs from its
+real pairs' deviations from their own run's mean: the real spreads, tails and speed modes, at the real references
+and targets. Each is stopped by the rule with the prior its history gives (prior.spread over its state's runs), as a
+run would.
 """
 
 from __future__ import annotations
@@ -116,25 +117,44 @@ def real_servers(min_runs: int = 3) -> list[dict]:
     min_runs runs, its truth, run offsets, pair deviations, reference, target (ratio units), prior and band."""
     out = []
     for g in json.loads(FIXTURE.read_text())["groups"]:
-        runs = g["runs"].values()
-        for name in sorted({n for r in runs for n in r["servers"]}):
-            mine = [(r["ref_ns"], r["servers"][name]) for r in runs if len(r["servers"].get(name, ())) >= 2]
-            if len(mine) < min_runs:
-                continue
-            pairs = [p for _, p in mine]
-            sigma, df, tau, n_runs = prior.spread(pairs)
-            truth = statistics.fmean(x for p in pairs for x in p)
-            offsets = [statistics.fmean(p) / truth - 1 for p in pairs]
-            spread = statistics.pstdev(offsets)
-            shrink = min(1.0, tau / spread) if spread > 0 else 0.0
-            ref = statistics.median(r for r, _ in mine)
-            goal = stopping.target_ns((truth - 1) * ref, ABS_NS, REL) / ref
-            out.append({"name": name, "host": g["host"].split()[0], "truth": truth, "ref_ns": ref, "goal": goal,
-                        "offsets": [o * shrink for o in offsets],
-                        "deviations": [x / statistics.fmean(p) - 1 for p in pairs for x in p],
-                        "prior": prior.Prior(sigma=sigma, df=min(df, prior.MAX_DF), tau=tau, runs=n_runs,
-                                             source="history"),
-                        "band": "wide" if sigma * truth >= goal else "narrow"})
+        for runs in states(list(g["runs"].values())):
+            out += _real_servers(g, runs, min_runs)
+    return out
+
+
+def states(runs: list[dict]) -> list[list[dict]]:
+    """A host group's runs by state of the host: runs sorted by reference round trip, a new state wherever one is
+    beyond prior.STATE_BAND of its state's first (a run's history is of its state: prior.same_state)."""
+    out: list[list[dict]] = []
+    for r in sorted(runs, key=lambda r: r["ref_ns"]):
+        if out and prior.same_state(out[-1][0]["ref_ns"], r["ref_ns"]):
+            out[-1].append(r)
+        else:
+            out.append([r])
+    return out
+
+
+def _real_servers(g: dict, runs: list[dict], min_runs: int) -> list[dict]:
+    """real_servers of one state of a host group."""
+    out = []
+    for name in sorted({n for r in runs for n in r["servers"]}):
+        mine = [(r["ref_ns"], r["servers"][name]) for r in runs if len(r["servers"].get(name, ())) >= 2]
+        if len(mine) < min_runs:
+            continue
+        pairs = [p for _, p in mine]
+        sigma, df, tau, n_runs = prior.spread(pairs)
+        truth = statistics.fmean(x for p in pairs for x in p)
+        offsets = [statistics.fmean(p) / truth - 1 for p in pairs]
+        spread = statistics.pstdev(offsets)
+        shrink = min(1.0, tau / spread) if spread > 0 else 0.0
+        ref = statistics.median(r for r, _ in mine)
+        goal = stopping.target_ns((truth - 1) * ref, ABS_NS, REL) / ref
+        out.append({"name": name, "host": g["host"].split()[0], "truth": truth, "ref_ns": ref, "goal": goal,
+                    "offsets": [o * shrink for o in offsets],
+                    "deviations": [x / statistics.fmean(p) - 1 for p in pairs for x in p],
+                    "prior": prior.Prior(sigma=sigma, df=min(df, prior.MAX_DF), tau=tau, runs=n_runs,
+                                         source="history"),
+                    "band": "wide" if sigma * truth >= goal else "narrow"})
     return out
 
 

@@ -4,10 +4,11 @@ tests/fixtures/committed_pairs.json holds, for each group of comparable committe
 and measuring settings: prior.host_key), each run's reference round trip and each valid server's pair ratios in the
 order they were measured (AMD EPYC and Intel Xeon hosts, 22 to 28 November). Each run's rows are replayed through
 today's rule (stopping.interval and stopping.met, the out-of-reach rule's --max-pairs limit), look by look from
---min-pairs on, with the server's prior taken from the group's *other* runs (leave one run out, as a run reads its
-history); a row meets its target if some look within its recorded pairs meets it, else it stops unmet (a live run
-would have taken further pairs). The truth a met row must hold is the pooled mean of the server's pairs in the other
-runs of its group. Rows are banded by the server's spread between pairs (the prior's sigma) over its target.
+--min-pairs on, with the server's prior taken from the group's *other* runs of the same state of the host (a reference
+round trip within prior.STATE_BAND of the run's; leave one run out, as a run reads its history); a row meets its
+target if some look within its recorded pairs meets it, else it stops unmet (a live run would have taken further
+pairs). The truth a met row must hold is the pooled mean of the server's pairs in those other runs. Rows are banded
+by the server's spread between pairs (the prior's sigma) over its target.
 
 The pairs were taken under earlier rules, which stopped many servers at 3 pairs: so the replay undercounts the met
 rows of wide servers, never their coverage. Made from the runs by `python3 -m latency_diff.prior --fixture FILE`.
@@ -37,7 +38,8 @@ def replay(groups: list[dict], *, use_prior: bool = True) -> Counter:
         for rid, run in runs.items():
             ref = run["ref_ns"]
             for name, pairs in run["servers"].items():
-                others = [o["servers"][name] for k, o in runs.items() if k != rid and name in o["servers"]]
+                others = [o["servers"][name] for k, o in runs.items()
+                          if k != rid and name in o["servers"] and prior.same_state(o["ref_ns"], ref)]
                 if len(others) < 2:
                     continue
                 truth = statistics.fmean(x for o in others for x in o)
