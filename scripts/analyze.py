@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Turns a run directory's raw files into the latency-diff table and its files (see --help).
 
-Runs with any python3: when the analysis packages (scipy, matplotlib) are not importable, it runs
-itself again with the kit's virtual environment (.venv, which ./scripts/run-all.sh and
-./scripts/test.sh create), so that `scripts/analyze.py RUN_DIR` works as written.
+Runs with any python3: when the analysis packages (scipy, matplotlib) are not importable, it creates or
+completes the kit's virtual environment (.venv, as run-all.sh does, without needing a JDK) and runs itself
+again with it, so that `scripts/analyze.py RUN_DIR` works as written on a fresh clone.
 """
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,10 +19,13 @@ try:
     import matplotlib  # noqa: F401  (the analysis needs both; check before anything runs)
     import scipy  # noqa: F401
 except ModuleNotFoundError as e:
-    if (VENV / "bin" / "python").is_file() and Path(sys.prefix).resolve() != VENV.resolve():
-        os.execv(str(VENV / "bin" / "python"), [str(VENV / "bin" / "python"), __file__, *sys.argv[1:]])
-    sys.exit(f"analyze.py: missing Python package '{e.name}' and no virtual environment at {VENV}: run "
-             "./scripts/build.sh once (it creates it), or pip install -r requirements.txt")
+    if Path(sys.prefix).resolve() == VENV.resolve():
+        sys.exit(f"analyze.py: missing Python package '{e.name}' in {VENV}: pip install -r requirements.txt there")
+    # lib.sh's ensure_venv: creates the environment or installs what requirements.txt adds; says what to do if not.
+    setup = subprocess.run(["bash", "-c", 'source "$1/scripts/lib.sh" && ensure_venv run', "analyze.py", str(ROOT)])
+    if setup.returncode != 0:
+        sys.exit(setup.returncode)
+    os.execv(str(VENV / "bin" / "python"), [str(VENV / "bin" / "python"), __file__, *sys.argv[1:]])
 
 from latency_diff.analyze import main  # noqa: E402
 

@@ -139,3 +139,17 @@ def test_with_no_jdk_21_the_kit_installs_a_runtime_and_builds_with_the_eclipse_c
 def test_the_build_takes_the_servers_the_run_measures(call, env, built):
     proc = lib(call, {"PATH": os.environ["PATH"], **env})
     assert proc.returncode == 0 and proc.stdout.strip() == built, proc.stderr
+
+
+@pytest.mark.slow
+def test_analyze_py_sets_up_its_own_environment_without_a_jdk(tmp_path):
+    """A fresh clone with no virtual environment and no JDK: scripts/analyze.py creates the environment (lib.sh's
+    ensure_venv) and runs itself again in it, instead of sending the reader to a build that needs a JDK."""
+    venv = tmp_path / "venv"
+    env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/bin:/bin", "LATENCY_DIFF_VENV": str(venv),
+           "LATENCY_DIFF_JDK_SEARCH": str(tmp_path / "nothing" / "*")}
+    proc = subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "analyze.py"), "--help"], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    assert "creating the Python virtual environment" in proc.stderr and "usage:" in proc.stdout
+    assert (venv / "bin" / "python").is_file()
