@@ -33,6 +33,9 @@ TARGETS = ("base", "server")
 #: interrupted (the run was stopped during it).
 STATUSES = ("measured", "failed", "interrupted")
 
+#: The null pair's row: a second baseline dummy process against the round's, under this name in the records.
+NULL_PAIR = "null"
+
 
 class RecordError(ValueError):
     """A record that does not follow the schema; the message names the field."""

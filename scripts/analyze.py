@@ -27,7 +27,7 @@ except ModuleNotFoundError as e:
         sys.exit(setup.returncode)
     os.execv(str(VENV / "bin" / "python"), [str(VENV / "bin" / "python"), __file__, *sys.argv[1:]])
 
-from latency_diff.analyze import main  # noqa: E402
+from latency_diff.analysis.analyze import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

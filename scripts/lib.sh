@@ -168,7 +168,7 @@ build_native() {
   done
 }
 
-# perf counts each server's system calls and context switches (latency_diff/counting.py); without it the run
+# perf counts each server's system calls and context switches (latency_diff/measure/counting.py); without it the run
 # counts switches from /proc only, and says so in its report.
 ensure_perf() {
   command -v perf >/dev/null && perf --version >/dev/null 2>&1 && return 0
@@ -178,12 +178,12 @@ ensure_perf() {
 request is counted from /proc only (context switches, no system calls)"
 }
 
-# async-profiler (Maven Central tools.profiler:async-profiler, its version in latency_diff/profiling.py) for the
+# async-profiler (Maven Central tools.profiler:async-profiler, its version in latency_diff/measure/profiling.py) for the
 # profiles of the JVM servers: the jar through the Maven wrapper, its native libraries unpacked into .tools/.
 # Without it the run has no profiles, and says so in its report.
 ensure_async_profiler() {
   local version dir arch
-  version="$("$PYTHON" -c 'from latency_diff.profiling import ASYNC_PROFILER_VERSION as v; print(v)')"
+  version="$("$PYTHON" -c 'from latency_diff.measure.profiling import ASYNC_PROFILER_VERSION as v; print(v)')"
   dir="${KIT_ROOT}/.tools/async-profiler-${version}"
   case "$(uname -m)" in
     x86_64) arch=linux-x64 ;;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: check and set up the tools, build the jars and C programs, measure every server, analyze.
-# All options belong to the command line (latency_diff/cli.py); see --help.
+# All options belong to the command line (latency_diff/measure/cli.py); see --help.
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -38,15 +38,15 @@ main() {
     if [[ "$arg" == "-h" || "$arg" == "--help" ]]; then
       usage
       # The option list comes from the driver itself (standard library only: no set-up needed).
-      (cd "$KIT_ROOT" && python3 -m latency_diff.cli --help | sed -n '/^options:/,$p')
+      (cd "$KIT_ROOT" && python3 -m latency_diff.measure.cli --help | sed -n '/^options:/,$p')
       exit 0
     fi
     if [[ "$arg" == "--list" ]]; then
-      cd "$KIT_ROOT" && exec python3 -m latency_diff.cli --list  # discovery only: no set-up, no build
+      cd "$KIT_ROOT" && exec python3 -m latency_diff.measure.cli --list  # discovery only: no set-up, no build
     fi
   done
   if [[ "${LATENCY_DIFF_LIST:-}" =~ ^(1|true|yes|on)$ ]]; then
-    cd "$KIT_ROOT" && exec python3 -m latency_diff.cli --list
+    cd "$KIT_ROOT" && exec python3 -m latency_diff.measure.cli --list
   fi
   cd "$KIT_ROOT"
   find_jdk
@@ -64,7 +64,7 @@ main() {
   servers="$("$PYTHON" -m latency_diff.settings shard-servers "$@" 2>/dev/null)" || servers="$(servers_arg "$@")"
   build_jars package "" "$servers"
   build_native if-stale
-  exec "$PYTHON" -m latency_diff.cli "$@"
+  exec "$PYTHON" -m latency_diff.measure.cli "$@"
 }
 
 main "$@"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from latency_diff.conformance import load_reference  # noqa: E402
+from latency_diff.measure.conformance import load_reference  # noqa: E402
 
 MODES = ("ok", "alternate-length", "status-500", "close-after-3", "extra-header", "stale-date", "frozen-date",
          "no-keepalive", "wrong-server", "crash-after-3000", "hang-after-3000", "no-connection-header",

@@ -11,7 +11,8 @@ import os
 import pytest
 from runs import make_paired_run
 
-from latency_diff import evaluate, settings
+from latency_diff import settings
+from latency_diff.analysis import evaluate
 from latency_diff.bench import common, coverage, sensitivity
 from latency_diff.bench.__main__ import main as bench_main
 from latency_diff.prior import Prior

@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from latency_diff import conformance
 from latency_diff.bench import independent
-from latency_diff.process import ServerProcess, taskset_prefix
+from latency_diff.measure import conformance
+from latency_diff.measure.process import ServerProcess, taskset_prefix
 from latency_diff.servers import discover
 
 FLOOR = next(s for s in discover() if s.name == "floor")

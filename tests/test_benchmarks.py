@@ -9,9 +9,11 @@ import time
 import pytest
 from runs import make_paired_run
 
-from latency_diff import KIT_ROOT, evaluate, injector
+from latency_diff import KIT_ROOT
+from latency_diff.analysis import evaluate
 from latency_diff.bench import common, fleet, matrix, robustness, windows
 from latency_diff.bench.__main__ import main as bench_main
+from latency_diff.measure import injector
 
 
 class FakeClock:
@@ -57,8 +59,8 @@ def test_drift_periods_are_bounded_and_repeatable():
 def test_an_injector_stays_on_its_cpu_and_ends_by_itself(mode):
     cpu = sorted(os.sched_getaffinity(0))[-1]
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "latency_diff.injector", mode, "--cpu", str(cpu), "--seconds",
-                             "3", "--mb", "4"], cwd=KIT_ROOT, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "latency_diff.measure.injector", mode, "--cpu", str(cpu),
+                             "--seconds", "3", "--mb", "4"], cwd=KIT_ROOT, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(1.0)
         tasks = os.listdir(f"/proc/{proc.pid}/task")

@@ -10,8 +10,10 @@ import time
 import pytest
 from runs import make_paired_run
 
-from latency_diff import busy, evaluate, stats
-from latency_diff.export import tables
+from latency_diff import stats
+from latency_diff.analysis import evaluate
+from latency_diff.analysis.export import tables
+from latency_diff.measure import busy
 
 
 def texts(ws):

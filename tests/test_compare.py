@@ -9,7 +9,7 @@ import io
 
 from runs import make_paired_run
 
-from latency_diff import analyze, evaluate
+from latency_diff.analysis import analyze, evaluate
 
 # Three pairs each: ratios 1.5, 1.51, 1.49 (mean 1.5, sd 0.01) at two references.
 A_PAIRS = [(10_000, 15_000), (10_000, 15_100), (10_000, 14_900)]

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from latency_diff import conformance
-from latency_diff.process import ServerProcess, java_executable
+from latency_diff.measure import conformance
+from latency_diff.measure.process import ServerProcess, java_executable
 from latency_diff.servers import discover
 
 SERVERS = discover()

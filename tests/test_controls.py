@@ -1,4 +1,4 @@
-"""The positive controls' TRUTH lines (latency_diff/controls.py), and the control servers that print them."""
+"""The positive controls' TRUTH lines (latency_diff/analysis/controls.py), and the control servers that print them."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import socket
 
 import pytest
 
-from latency_diff import controls, rundir
+from latency_diff import rundir
+from latency_diff.analysis import controls
+from latency_diff.analysis.controls import Truth, parse_truth
 from latency_diff.catalog import select
-from latency_diff.controls import Truth, parse_truth
-from latency_diff.process import ServerProcess
+from latency_diff.measure.process import ServerProcess
 from latency_diff.servers import discover
 
 SPIN = ("TRUTH control-spin mode=fixed requests=4 spin_ns_total=8130 spin_ns_median=2021 configured_ns=2000 "
@@ -179,8 +180,8 @@ def _control_run(tmp_path, server_ns: int):
 
 
 def test_a_controls_interval_is_held_against_its_known_diff(tmp_path):
-    from latency_diff import evaluate
-    from latency_diff.export import tables
+    from latency_diff.analysis import evaluate
+    from latency_diff.analysis.export import tables
     # Diffs of 2,000 ns in every pair: the row is 2.00 us, the fixed width ±0.50; its truth 2,000 + (2,015 - 2,000).
     r = evaluate.build(_control_run(tmp_path / "a", 22_000))
     s = r.server("control-spin")

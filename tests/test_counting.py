@@ -1,5 +1,5 @@
-"""Counting work per request (latency_diff/counting.py): on a server whose system calls and hand-offs per request
-are known exactly, on perf's output, and on the per-request arithmetic."""
+"""Counting work per request (latency_diff/measure/counting.py): on a server whose system calls and hand-offs per
+request are known exactly, on perf's output, and on the per-request arithmetic."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import conformance, counting, evaluate, lean
+from latency_diff import lean
+from latency_diff.analysis import evaluate
+from latency_diff.measure import conformance, counting
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REQUESTS = 2000

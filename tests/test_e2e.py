@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import analyze, cli, counting, driver, pair, ports, rundir, settings, warmup
-from latency_diff.process import java_executable, pin_threads
+from latency_diff import rundir, settings
+from latency_diff.analysis import analyze
+from latency_diff.measure import cli, counting, driver, pair, ports, warmup
+from latency_diff.measure.process import java_executable, pin_threads
 from latency_diff.servers import Server, discover
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -397,8 +399,8 @@ def test_interruption_leaves_no_server_and_marks_the_run_incomplete(tmp_path, si
     if phase == "measure":  # the interrupted pair is on record, and the analysis says what is missing
         (entry,) = pairs_of(run_dir)
         assert (entry["server"], entry["status"], entry["phase"]) == ("null", "interrupted", "measure")
-        analysis = subprocess.run([sys.executable, "-m", "latency_diff.analyze", str(run_dir)], capture_output=True,
-                                  text=True, cwd=ROOT)
+        analysis = subprocess.run([sys.executable, "-m", "latency_diff.analysis.analyze", str(run_dir)],
+                                  capture_output=True, text=True, cwd=ROOT)
         assert analysis.returncode == 3, analysis.stderr
         assert "undertow: not measured (the run was interrupted)" in analysis.stdout
 

@@ -8,8 +8,8 @@ import json
 import pytest
 from runs import SEGMENT, make_paired_run
 
-from latency_diff import analyze, evaluate
-from latency_diff.export import tables, terminal
+from latency_diff.analysis import analyze, evaluate
+from latency_diff.analysis.export import tables, terminal
 
 T2 = 4.302653  # Student t, 97.5%, 2 degrees of freedom
 T4 = 2.776445  # ... 4 degrees of freedom
@@ -307,7 +307,7 @@ def test_an_incomplete_run_is_reported_and_exits_3(tmp_path, capsys):
 def test_plots_are_valid_non_empty_images(tmp_path):
     import xml.etree.ElementTree as ET
 
-    from latency_diff.export import plots
+    from latency_diff.analysis.export import plots
     run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000), (20_000, 27_500), (20_000, 26_500)],
                                      "floor": [(20_000, 18_000)] * 3})
     assert analyze.main([str(run), "--quiet"]) == 0
@@ -404,7 +404,7 @@ def test_a_pair_far_from_the_others_is_named_and_kept(tmp_path):
 
 
 def test_an_outlier_is_a_finding_listed_apart_from_the_warnings(tmp_path):
-    from latency_diff.export import markdown, summary_json
+    from latency_diff.analysis.export import markdown, summary_json
     pairs = [(20_000, 27_000)] * 4 + [(20_000, 27_500)] * 2 + [(20_000, 47_000)]
     r = evaluate.build(make_paired_run(tmp_path, {"jetty": pairs}))
     line = ("jetty: process pair 7 is an outlier (27.00 us against a median of 7.00 us over 7 pairs): one JVM compiled "

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import conformance
-from latency_diff.process import ServerProcess
+from latency_diff.measure import conformance
+from latency_diff.measure.process import ServerProcess
 from latency_diff.servers import discover
 
 SERVERS = discover()

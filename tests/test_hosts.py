@@ -1,13 +1,13 @@
-"""Hosts side by side (latency_diff/hosts.py, analyze.py hosts) on two synthetic runs whose diffs are built from
-known prices of a switch and a system call."""
+"""Hosts side by side (latency_diff/analysis/hosts.py, analyze.py hosts) on two synthetic runs whose diffs are built
+from known prices of a switch and a system call."""
 
 from __future__ import annotations
 
 import pytest
 from runs import make_paired_run
 
-from latency_diff import analyze, evaluate, hosts
-from latency_diff.export import tables
+from latency_diff.analysis import analyze, evaluate, hosts
+from latency_diff.analysis.export import tables
 
 BASE_NS = 10_000
 DUMMY = (2.0, 1.0, 2.0)  # the dummy's user CPU [us], switches and system calls per request

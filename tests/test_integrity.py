@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from runs import make_paired_run, resolve
 
-from latency_diff import evaluate, rundir, settings
-from latency_diff.export import summary_json, tables, terminal
+from latency_diff import rundir, settings
+from latency_diff.analysis import evaluate
+from latency_diff.analysis.export import summary_json, tables, terminal
 from latency_diff.records import BlockRecord, PairRecord
 from latency_diff.settings import RunError
 

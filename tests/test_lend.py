@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from latency_diff import pair
+from latency_diff.measure import pair
 from latency_diff.records import ProcessRecord
 
 CPUS = sorted(os.sched_getaffinity(0))

@@ -34,8 +34,8 @@ import json
 import pytest
 from runs import make_paired_run
 
-from latency_diff import analyze, evaluate, merge
-from latency_diff.export import tables
+from latency_diff.analysis import analyze, evaluate, merge
+from latency_diff.analysis.export import tables
 
 NO_TARGET = {"precision_floor_us": 0, "precision_pct": 0}
 PARTS = [["a"], ["b"], ["c", "d"]]

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from latency_diff import agent, conformance, lean
+from latency_diff import lean
 from latency_diff.histogram import Histogram
-from latency_diff.process import ServerProcess, StartError
+from latency_diff.measure import agent, conformance
+from latency_diff.measure.process import ServerProcess, StartError
 from latency_diff.servers import discover
 
 SERVERS = {s.name: s for s in discover()}

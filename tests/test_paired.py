@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import gate, paired, schedule, stopping
+from latency_diff import gate, paired, stopping
 from latency_diff.histogram import Histogram
+from latency_diff.measure import schedule
 from latency_diff.prior import Prior
 from latency_diff.servers import Server
 from latency_diff.settings import PROFILES

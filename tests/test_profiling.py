@@ -1,4 +1,4 @@
-"""Where the time goes (latency_diff/profiling.py): the grouping of samples on known stacks, the package table,
+"""Where the time goes (latency_diff/measure/profiling.py): the grouping of samples on known stacks, the package table,
 and a real profile's stacks."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from latency_diff import profiling
+from latency_diff.measure import profiling
 
 FIXTURES = Path(__file__).parent / "fixtures" / "profile"
 

@@ -1,7 +1,7 @@
 import re
 
 from latency_diff import KIT_ROOT
-from latency_diff.export import readme
+from latency_diff.analysis.export import readme
 
 
 def test_readme_tables_are_the_committed_runs_tables():

@@ -84,12 +84,13 @@ def test_the_fixture_holds_both_hosts_and_the_hard_servers():
 
 
 def test_met_rows_hold_the_other_runs_mean(counts):
-    """Measured on the fixture (28 November, a history of at most 8 df): AMD 197 of 198 narrow and 5 of 5 wide met
-    rows held the truth; Intel 186 of 192 and 10 of 10; 398 of 405 in all (98.3%; at 20 df 399 of 409). The issue's
-    targets: 93% over all met rows, 90% of the wide."""
+    """Measured on the fixture (29 November, a history of at most 8 df from the same state of the host): AMD 197 of 198
+    narrow and 5 of 5 wide met rows held the truth; Intel 99 of 101 and 10 of 10 (its runs span references of 10.4 to
+    13.3 us, so fewer rows have two other runs of their state); 311 of 314 in all (99.0%). The issue's targets: 93%
+    over all met rows, 90% of the wide."""
     met = sum(v for k, v in counts.items() if k[-1] == "met" and len(k) == 3)
     held = sum(v for k, v in counts.items() if k[-1] == "held" and len(k) == 3)
-    assert met >= 380 and held / met >= 0.93
+    assert met >= 300 and held / met >= 0.93
     wide_met = counts["AMD", "wide", "met"] + counts["Intel(R)", "wide", "met"]
     wide_held = counts["AMD", "wide", "held"] + counts["Intel(R)", "wide", "held"]
     assert wide_met >= 10 and wide_held / wide_met >= 0.90

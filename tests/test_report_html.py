@@ -12,7 +12,7 @@ import pytest
 from matplotlib import image
 from runs import make_paired_run
 
-from latency_diff import evaluate, export
+from latency_diff.analysis import evaluate, export
 
 SERVERS = {"undertow": [(20_000, 27_000), (21_000, 28_500), (19_000, 26_500)],
            "jetty": [(20_000, 50_000), (20_000, 52_000), (20_000, 49_000)],

@@ -6,7 +6,8 @@ import lzma
 
 import pytest
 
-from latency_diff import KIT_ROOT, evaluate, rundir
+from latency_diff import KIT_ROOT, rundir
+from latency_diff.analysis import evaluate
 from latency_diff.records import BlockRecord, PairRecord, ProcessRecord, WarmupRound
 
 

@@ -103,7 +103,7 @@ def test_a_server_without_pom_needs_an_executable(tmp_path):
 
 #: The older release lines, measured by the releases matrix only (bench/matrix.py), written out by hand.
 MATRIX_ONLY = {"jetty10", "jetty11", "netty41", "tomcat9-nio"}
-#: The positive controls (dummy-server, latency_diff/controls.py), measured only when named too.
+#: The positive controls (dummy-server, latency_diff/analysis/controls.py), measured only when named too.
 CONTROLS = {"control-spin", "control-modes"}
 
 
@@ -137,7 +137,7 @@ def test_the_older_release_lines_are_matrix_only_and_still_built(capsys):
 
 
 def test_list_shows_a_matrix_only_server_with_its_reason(capsys):
-    from latency_diff import cli
+    from latency_diff.measure import cli
     assert cli.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     (i,) = [i for i, line in enumerate(lines) if line.split()[:1] == ["netty41"]]

@@ -73,7 +73,7 @@ def _free_ports() -> int:
     """P with P to P+8 free: the ports a run needs (the busy-port check comes before the lock)."""
     import random
 
-    from latency_diff import ports
+    from latency_diff.measure import ports
     while True:
         port = random.randrange(20000, 32000)
         if all(ports.free(p) for p in range(port, port + ports.PORTS)):

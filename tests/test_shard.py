@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from runs import make_paired_run, resolve
 
-from latency_diff import evaluate, settings, shard
+from latency_diff import settings, shard
+from latency_diff.analysis import evaluate
+from latency_diff.analysis.export import tables
 from latency_diff.catalog import select
-from latency_diff.export import tables
 from latency_diff.servers import Server, Variant, discover
 from latency_diff.settings import RunError
 

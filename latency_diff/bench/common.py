@@ -10,10 +10,14 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import KIT_ROOT, evaluate
-from ..export import tables
-from ..model import RunResult
+from .. import KIT_ROOT
+from ..analysis import evaluate
+from ..analysis.export import tables
+from ..analysis.model import RunResult
 
+#: The driver's command line: this kit's, then an older layout's (before latency_diff/measure/; the oldest had
+#: none but latency_diff.driver).
+_DRIVERS = ("latency_diff.measure.cli", "latency_diff.cli")
 #: The core servers of the targets: the ladder comes with every run.
 CORE = "undertow,vertx,jetty,tomcat-nio,tomcat-nio2,jdk"
 
@@ -36,7 +40,8 @@ def run_gated(folder: Path, args: list[str], kit: Path = KIT_ROOT, python: str =
               ok: tuple[int, ...] = (0, 1, 3)) -> tuple[Path, float, int]:
     """As run_driver, with the exit status too, any of `ok` (a gated run's PASS, FAIL and UNDECIDED by default)."""
     folder.mkdir(parents=True)
-    module = "latency_diff.cli" if (kit / "latency_diff" / "cli.py").is_file() else "latency_diff.driver"
+    # The driver's command line in this kit's layout, or in an older kit's (a benchmark may run one).
+    module = next((m for m in _DRIVERS if (kit / (m.replace(".", "/") + ".py")).is_file()), "latency_diff.driver")
     start = time.monotonic()
     code = subprocess.run([python, "-m", module, "--results-dir", str(folder), "--allow-concurrent", *args],
                           cwd=kit).returncode
@@ -53,7 +58,7 @@ def injector(mode: str | None, cpu: int | None, seed: int = 1):
     if mode is None:
         yield
         return
-    cmd = [sys.executable, "-m", "latency_diff.injector", mode, "--seconds", "7200", "--seed", str(seed)]
+    cmd = [sys.executable, "-m", "latency_diff.measure.injector", mode, "--seconds", "7200", "--seed", str(seed)]
     proc = subprocess.Popen(cmd + ([] if cpu is None else ["--cpu", str(cpu)]), cwd=KIT_ROOT)
     try:
         yield

@@ -24,8 +24,8 @@ import math
 import statistics
 from pathlib import Path
 
-from ..export import tables
-from ..model import RunResult
+from ..analysis.export import tables
+from ..analysis.model import RunResult
 from . import common
 
 #: At least this share of every (server, run) interval holds the server's truth.

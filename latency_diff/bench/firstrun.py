@@ -406,7 +406,7 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
     if not (KIT_ROOT / "scripts" / "run-all.sh").is_file():
         raise SystemExit(f"firstrun: error: no scripts/run-all.sh under {KIT_ROOT}")
     head = check_tree(args.allow_dirty)
-    # The driver's lock (latency_diff/cli.py), where the clone's driver looks for it: LATENCY_DIFF_* is dropped.
+    # The driver's lock (latency_diff/measure/cli.py), where the clone's driver looks for it: LATENCY_DIFF_* is dropped.
     holder = lock_holder(Path(tempfile.gettempdir()) / "latency-diff.lock")
     if holder and "--allow-concurrent" not in driver_args:
         raise SystemExit(f"firstrun: error: another latency-diff run is going (pid {holder}); the clone's driver would "

@@ -14,9 +14,10 @@ import argparse
 import math
 import subprocess
 
-from .. import KIT_ROOT, merge
-from ..export import tables
-from ..model import RunResult, ServerResult
+from .. import KIT_ROOT
+from ..analysis import merge
+from ..analysis.export import tables
+from ..analysis.model import RunResult, ServerResult
 from . import common, matrix
 
 

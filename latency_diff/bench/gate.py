@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import evaluate, gate
-from ..export import tables
+from .. import gate
+from ..analysis import evaluate
+from ..analysis.export import tables
 from ..variants import java_binary, java_major
 from . import common, matrix
 

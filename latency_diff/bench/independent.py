@@ -41,10 +41,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import KIT_ROOT, conformance, envinfo, lean, stats
-from ..export import tables
-from ..model import RunResult
-from ..process import ServerProcess, StartError
+from .. import KIT_ROOT, envinfo, lean, stats
+from ..analysis.export import tables
+from ..analysis.model import RunResult
+from ..measure import conformance
+from ..measure.process import ServerProcess, StartError
 from ..servers import Server, discover
 from ..settings import DEFAULT_JVM_FLAGS, pin
 from . import common

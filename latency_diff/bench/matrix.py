@@ -26,8 +26,8 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT, stats
-from ..export import tables
-from ..model import RunResult
+from ..analysis.export import tables
+from ..analysis.model import RunResult
 from . import common
 
 CORE = common.CORE.split(",")
@@ -137,7 +137,7 @@ def report(kind: str, out: Path, run_dir: Path, pairs: list[tuple[str, str]]) ->
     r = common.build(run_dir)
     table, data = comparison(r, pairs)
     print(tables.render_text(table))
-    from ..export import plots  # matplotlib, from the kit's virtual environment
+    from ..analysis.export import plots  # matplotlib, from the kit's virtual environment
     measured = [(label, d["change_ns"]["mean"], d["change_ns"]["ci95_low"], d["change_ns"]["ci95_high"])
                 for label, d in data.items() if d["measured"] and d["change_ns"]["ci95_low"] is not None]
     if measured:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..export import tables
-from ..model import RunResult
+from ..analysis.export import tables
+from ..analysis.model import RunResult
 from . import common
 
 MAX_WIDENING = 1.5

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import prior
-from ..export import tables
-from ..model import RunResult, ServerResult
+from ..analysis.export import tables
+from ..analysis.model import RunResult, ServerResult
 from ..stats import t_quantile
 from . import common
 

@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 
 from .. import rundir
-from ..export import tables
+from ..analysis.export import tables
 from . import common
 
 #: The target: the windows add at most this share to a run's time.

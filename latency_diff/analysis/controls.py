@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import rundir
+from .. import rundir
 
 #: The kit's control servers (dummy-server/server.toml): measured only when named.
 CONTROLS = ("control-spin", "control-modes")

@@ -300,7 +300,7 @@ class ScalingNotProportional(RunWarning):
 @dataclass(frozen=True)
 class BusyMachine(RunWarning):
     """Other processes than the run's own (the driver, its clients, its servers) took CPU time during the run
-    (latency_diff/busy.py samples it): on the measured CPU they delay requests, on the other one they take the
+    (latency_diff/measure/busy.py samples it): on the measured CPU they delay requests, on the other one they take the
     caches and memory bandwidth the measured processes share."""
     share: float
     worst_share: float

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..records import WarmupRound
 from . import agent
 from .clients import Clients
-from .records import WarmupRound
 from .samplers import CLOCK_TICKS_PER_S, jit_ticks
 
 SETTLE_MODES = ("queue", "cpu", "none")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..records import PairRecord
 from . import counting, profiling
 from .pair import Context, Prepared, check_alive
-from .records import PairRecord
 
 
 def _traffic(ctx: Context, base: Prepared, srv: Prepared, http: str, requests: int

@@ -22,10 +22,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from . import gate, paired, stopping
-from .prior import Prior
-from .servers import Server
-from .settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
+from .. import gate, paired, stopping
+from ..prior import Prior
+from ..servers import Server
+from ..settings import MAX_SEGMENTS, MIN_SEGMENTS, Settings
 
 #: A pair measures at least long enough to fill this share of a process's preparation time (the recent median):
 #: the measured CPU would wait for the next process meanwhile anyway.

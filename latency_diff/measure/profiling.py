@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from . import KIT_ROOT
+from .. import KIT_ROOT
 from .process import taskset_prefix
 
 ASYNC_PROFILER_VERSION = "4.6"

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from ...paired import PairEstimate
+from ...stats import Summary
 from ..model import Pair, RunResult
-from ..paired import PairEstimate
-from ..stats import Summary
 from ..warnings import RunWarning
 from . import tables
 

@@ -20,14 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import agent, conformance, lean, paired, rundir
-from .abparse import parse as parse_ab
+from .. import lean, paired, rundir
+from ..abparse import parse as parse_ab
+from ..records import BlockRecord, CostRecord, PairRecord, ProcessRecord
+from ..servers import Server
+from ..settings import Settings
+from . import agent, conformance
 from .clients import Clients
 from .process import ServerProcess, StartError, allow_cpus, pin_threads
-from .records import BlockRecord, CostRecord, PairRecord, ProcessRecord
 from .samplers import Sample, delta
-from .servers import Server
-from .settings import Settings
 from .warmup import WarmupFailed, warm_up
 
 #: The reference response's body: ab checks its document length against it.

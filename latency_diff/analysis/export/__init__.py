@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import rundir
+from ... import rundir
 from ..model import RunResult
 from . import html, markdown, summary_csv, summary_json
 

@@ -16,15 +16,17 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from . import controls, counting, histogram, lean, paired, profiling, rundir, stats, stopping
+from .. import histogram, lean, paired, rundir, stats, stopping
+from ..abparse import AbParseError
+from ..abparse import parse as parse_ab
+from ..measure import counting, profiling
+from ..prior import Prior
+from ..prior import modes as prior_modes
+from ..records import INTERLEAVED, BlockRecord, CostRecord, PairRecord
+from ..stats import Summary
+from . import controls
 from . import warnings as w
-from .abparse import AbParseError
-from .abparse import parse as parse_ab
 from .model import ClientResult, Costs, Pair, RunResult, Scaling, ServerResult
-from .prior import Prior
-from .prior import modes as prior_modes
-from .records import INTERLEAVED, BlockRecord, CostRecord, PairRecord
-from .stats import Summary
 
 BODY_BYTES = 10
 #: The CPU cross-check (shared pinning; _cpu_check): it fires when, in every pair and on the same side, the latency
@@ -61,7 +63,7 @@ FLOOR_RATIO_SD_MAX = 0.01
 #: The scaling check (scaling): a slope with a permutation p-value under this is significant.
 SCALING_ALPHA = 0.05
 #: The busy-machine check: other processes' share of the machine's CPU time in the run's busiest window
-#: (latency_diff/busy.py) above this is a warning: a tenth of the machine, a fifth of one CPU of two.
+#: (latency_diff/measure/busy.py) above this is a warning: a tenth of the machine, a fifth of one CPU of two.
 BUSY_SHARE_MAX = 0.10
 FLOOR = "floor"
 
@@ -343,7 +345,7 @@ def _profile_of(s: ServerResult, meta: dict[str, dict]) -> None:
 
 def _discovered(name: str) -> dict | None:
     """A server's metadata from the kit's modules, for one the run did not measure."""
-    from .servers import discover
+    from ..servers import discover
     return next(({"library": x.library, "runs_on": x.runs_on} for x in discover() if x.name == name), None)
 
 

@@ -11,8 +11,8 @@ import time
 from collections import deque
 from pathlib import Path
 
-from .rundir import portable_text
-from .servers import Server
+from ..rundir import portable_text
+from ..servers import Server
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0

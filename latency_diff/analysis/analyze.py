@@ -28,12 +28,12 @@ status: 0; 1 on an unreadable run; RUN_DIR: 3 when the run is incomplete (compar
 A gate (compare --fail-if-slower MARGIN, or RUN_DIR of a run-all.sh --compare A B --fail-if-slower MARGIN
 run): 0 PASS, 1 FAIL, 3 UNDECIDED (an incomplete run too), 2 a usage error (gate.py).
 
-hosts: runs of different machines side by side (latency_diff/hosts.py): per server its diff, ratio, rank
+hosts: runs of different machines side by side (latency_diff/analysis/hosts.py): per server its diff, ratio, rank
 and work per request in each run, the pairs of servers whose order flips, and per run that counted the
 work a fit of the diffs against user CPU, context switches and system calls (the host's price of each).
 
 merge: one table from the shard runs of one sharded run (run-all.sh --shard I/N), by ratio, with the
-hosts' spread from the anchors in every comparison of rows of different shards (latency_diff/merge.py);
+hosts' spread from the anchors in every comparison of rows of different shards (latency_diff/analysis/merge.py);
 --by-host: runs of different hosts side by side, one column per host. Writes a new folder,
 results/merged-<UTC time>/ or --out DIR, never an existing one. Exit status 2 when the runs cannot be
 merged (missing, incomplete, a duplicate shard, different CPU models, JDKs or kit commits, ...).
@@ -47,10 +47,11 @@ import statistics
 import sys
 from pathlib import Path
 
-from . import envinfo, evaluate, export, gate, prior, stats
+from .. import envinfo, gate, prior, stats
+from ..stats import Summary
+from . import evaluate, export
 from .export import html, tables, terminal
 from .model import ClientResult, RunResult, ServerResult
-from .stats import Summary
 
 #: Settings that do not change what is measured (where files go, which port, where a value came from): compare
 #: names every other one that differs, a setting added later included.

@@ -9,8 +9,8 @@
 
 Each stops by itself after --seconds, and on SIGTERM. The seed makes the pattern repeatable.
 
-Usage: python3 -m latency_diff.injector stall --cpu 1 --seconds 600 [--seed 1]
-       python3 -m latency_diff.injector drift --cpu 0 --seconds 600 [--seed 1] [--mb 64]
+Usage: python3 -m latency_diff.measure.injector stall --cpu 1 --seconds 600 [--seed 1]
+       python3 -m latency_diff.measure.injector drift --cpu 0 --seconds 600 [--seed 1] [--mb 64]
 """
 
 from __future__ import annotations

@@ -14,8 +14,10 @@ so that the 8-byte rule still holds for everything else. The test suite and the 
 the checker: a server that drifts from the reference is caught, reported and left out of the
 table, never measured.
 
-Usage: python3 -m latency_diff.conformance [--http 1.0|1.1] SERVER [SERVER ...]   (starts each, checks, stops)
-       python3 -m latency_diff.conformance --port P [--name NAME] [--http 1.1]  (checks a server already running)
+Usage: python3 -m latency_diff.measure.conformance [--http 1.0|1.1] SERVER [SERVER ...]
+           (starts each, checks, stops)
+       python3 -m latency_diff.measure.conformance --port P [--name NAME] [--http 1.1]
+           (checks a server already running)
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .servers import REFERENCE_RESPONSE as REFERENCE_FILE
+from ..servers import REFERENCE_RESPONSE as REFERENCE_FILE
 
 #: How far a server's response length may be from the dummy's: its headers may differ by a few bytes (a Server
 #: name of another length, a charset written otherwise), not by a header more or less.
@@ -303,9 +305,9 @@ def check_date_later(port: int, first: Result, host: str = "127.0.0.1") -> str |
 def check_servers(names: list[str], *, verbose: bool = True, http: str | None = None) -> dict[str, Result]:
     """Starts the dummy (for its length) and each named server (none named: every one, matrix_only ones too) on a
     free port; checks each with `http`, or with its own HTTP version (server.toml) when None; stops."""
-    from .catalog import select
+    from ..catalog import select
+    from ..servers import discover
     from .process import ServerProcess
-    from .servers import discover
     servers = select(discover(), ",".join(names)) if names else discover()
     results: dict[str, Result] = {}
     reference_length: int | None = None

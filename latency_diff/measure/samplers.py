@@ -1,7 +1,7 @@
 """What the driver reads about a server process without touching its request path.
 
 CPU time of the whole process and of its JIT compiler threads from /proc, and the JVM's allocation,
-GC and compilation counters from the kit's java agent (latency_diff/agent.py).
+GC and compilation counters from the kit's java agent (latency_diff/measure/agent.py).
 """
 
 from __future__ import annotations

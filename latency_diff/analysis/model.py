@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .histogram import Histogram
-from .paired import PairEstimate, Unit
-from .stats import Summary
+from ..histogram import Histogram
+from ..paired import PairEstimate, Unit
+from ..records import NULL_PAIR
+from ..stats import Summary
 from .warnings import RunWarning
-
-NULL_PAIR = "null"
 
 
 def unit(name: str, default=None):
@@ -92,7 +91,7 @@ class Pair:
         return self.status == "measured" and self.reason is None
 
     def estimate(self, client: str) -> PairEstimate | None:
-        from .paired import estimate
+        from ..paired import estimate
         units = self.units.get(client)
         return estimate(units) if units else None
 

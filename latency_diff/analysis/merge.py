@@ -32,11 +32,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import KIT_ROOT, envinfo, evaluate, export, prior, rundir, stats, stopping
+from .. import KIT_ROOT, envinfo, prior, rundir, stats, stopping
+from ..stats import Summary
+from . import evaluate, export
 from . import warnings as w
 from .export.tables import ranks, side_by_side_rows
 from .model import ClientResult, Pair, RunResult, ServerResult
-from .stats import Summary
 
 #: Where a merge's folder goes unless --out says otherwise: results/merged-<UTC time>/.
 RESULTS = KIT_ROOT / "results"

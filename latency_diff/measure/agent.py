@@ -12,7 +12,7 @@ import json
 import socket
 from pathlib import Path
 
-from .servers import agent_jar
+from ..servers import agent_jar
 
 FORMAT = "latency-diff/agent/1"
 JIT_FORMAT = "latency-diff/agent-jit/1"

@@ -9,7 +9,7 @@ The README holds blocks like
     ...table rendered from that run...
     <!-- /results -->
 
-`python3 -m latency_diff.export.readme` re-renders every block from its run; `--check` only compares (the
+`python3 -m latency_diff.analysis.export.readme` re-renders every block from its run; `--check` only compares (the
 test suite runs it, so the README can never show numbers that no committed run produced).
 """
 
@@ -20,7 +20,8 @@ import re
 import sys
 from pathlib import Path
 
-from .. import KIT_ROOT, evaluate
+from ... import KIT_ROOT
+from .. import evaluate
 from . import tables
 
 BLOCK = re.compile(r"(<!-- results: (?P<run>[^ ]+)(?: (?P<mode>main|full|brief))? -->\n)(?P<body>.*?)"
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if stale and args.check:
         print(f"readme: the table(s) of {', '.join(stale)} differ from the run; run "
-              "python3 -m latency_diff.export.readme", file=sys.stderr)
+              "python3 -m latency_diff.analysis.export.readme", file=sys.stderr)
         return 1
     print("readme: " + (f"updated {', '.join(stale)}" if stale else "up to date"))
     return 0

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import stats, stopping
-from ..histogram import PERCENTILES, label
+from ... import stats, stopping
+from ...histogram import PERCENTILES, label
+from ...stats import Summary
 from ..model import RunResult, ServerResult
-from ..stats import Summary
 from ..warnings import RunWarning
 
 #: The mark of a row whose diff is not significantly different from the row above: do not rank the two.
@@ -273,7 +273,7 @@ def counted_pairs_table(r: RunResult) -> Table | None:
 
 def profile_table(r: RunResult) -> Table | None:
     """Where each profiled server's CPU time goes, in microseconds per request (docs/method.md "Profiles")."""
-    from ..profiling import GROUPS
+    from ...measure.profiling import GROUPS
     rows = []
     for s in r.ranked:
         if s.profile is None:

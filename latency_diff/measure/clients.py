@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import lean
-from .abparse import AbParseError, parse
+from .. import lean
+from ..abparse import AbParseError, parse
 from .process import taskset_prefix
 
 #: A read that waits longer than this ends the block (ab's -s, the lean client's --timeout-ms).

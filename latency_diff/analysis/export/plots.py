@@ -17,7 +17,7 @@ import io  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
-from .. import rundir  # noqa: E402
+from ... import rundir  # noqa: E402
 from ..model import RunResult  # noqa: E402
 
 matplotlib.rcParams["svg.hashsalt"] = "latency-diff"  # the same run gives the same SVG

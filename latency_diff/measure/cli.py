@@ -26,11 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import KIT_ROOT, busy, lean, ports, rundir
+from .. import KIT_ROOT, lean, rundir
+from ..servers import agent_jar, discover
+from ..settings import RunError, Settings, build_parser, print_settings, resolve
+from . import busy, ports
 from .driver import Interrupted, Run
 from .process import java_executable
-from .servers import agent_jar, discover
-from .settings import RunError, Settings, build_parser, print_settings, resolve
 
 LOCK_FILE = Path(os.environ.get("LATENCY_DIFF_LOCK_FILE") or Path(tempfile.gettempdir()) / "latency-diff.lock")
 
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     run.status("complete", started_utc=started, ended_utc=_utc(), load_average_end=list(os.getloadavg()),
                seconds=round(seconds, 1))
     print(f"\nlatency-diff: measurements done in {seconds / 60:.1f} min; raw results in {run_dir}", file=sys.stderr)
-    from . import analyze  # needs the analysis packages (scipy), installed by run-all.sh
+    from ..analysis import analyze  # needs the analysis packages (scipy), installed by run-all.sh
     return analyze.main([str(run_dir)])
 
 

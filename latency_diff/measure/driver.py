@@ -36,16 +36,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import KIT_ROOT, conformance, envinfo, pair, prior, rundir, windows
+from .. import KIT_ROOT, envinfo, prior, rundir
+from ..records import NULL_PAIR, PairRecord
+from ..servers import Server
+from ..settings import Settings
+from . import conformance, pair, windows
 from .clients import Clients
 from .lanes import Lanes
-from .model import NULL_PAIR
 from .ports import Ports, wait_free
 from .progress import Progress
-from .records import PairRecord
 from .schedule import Schedule, ServerState
-from .servers import Server
-from .settings import Settings
 
 MIN_FREE_BYTES = 1 << 20  # a pair's records are ~10-100 KB compressed, a server log a few KB
 #: Processes the preparing lane may have ready (or under way) beyond the one being measured.
