@@ -131,7 +131,7 @@ def test_a_matrix_compares_one_variant_with_several_rows(tmp_path):
 
 
 def test_the_fleet_sets_each_merged_ratio_beside_the_whole_runs(tmp_path):
-    # Ratios: a 1.35 in both runs (agree); b 1.25 in one and 1.30 in the other, with intervals far narrower than the
+    # Ratios: a 1.35 in both runs (agree); b 1.25 in one and 1.30 in the other, with intervals narrower than the
     # 0.05 between them (differ); c only in the merged one (not compared). The dummy's row is never compared.
     one = {"a": [(20_000, 27_000), (20_000, 27_200), (20_000, 26_800)],
            "b": [(20_000, 25_000), (20_000, 25_020), (20_000, 24_980)]}
@@ -145,7 +145,7 @@ def test_the_fleet_sets_each_merged_ratio_beside_the_whole_runs(tmp_path):
     by = {d["server"]: d for d in data}
     assert by["a"]["agree"] is True and by["a"]["difference"] == pytest.approx(0.0, abs=1e-9)
     assert by["b"]["agree"] is False and by["b"]["difference"] == pytest.approx(0.05, abs=1e-6)
-    assert by["b"]["half_width"] < 0.01
+    assert by["b"]["half_width"] < 0.02  # the two intervals, each bounded below by its run's spread
     assert by["c"] == {"server": "c", "compared": False, "reason": "not in the whole run"}
     assert [r[-1] for r in rows if r[0] == "b"] == ["**differ**"]
     assert "dummy" not in by
