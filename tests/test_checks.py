@@ -12,7 +12,7 @@ from runs import make_paired_run
 
 from latency_diff import stats
 from latency_diff.analysis import evaluate
-from latency_diff.analysis.export import tables
+from latency_diff.analysis.export import sentences
 from latency_diff.measure import busy
 
 
@@ -25,7 +25,7 @@ def server(r, name):
 
 
 def check_line(r, start):
-    (line,) = [x for x in tables.checks(r) if x.startswith(start)]
+    (line,) = [x for x in sentences.checks(r) if x.startswith(start)]
     return line
 
 
@@ -168,7 +168,7 @@ def test_a_gap_in_only_some_pairs_passes_the_cpu_check(tmp_path):
     # Pairs 1 and 2 as the fault (gap 2,000), pair 3 with 108 + 60 ticks = 16,800 ns (gap 200): not in every pair.
     u = cpu_run(tmp_path, [(90, 60), (90, 60), (108, 60)])
     assert u.cpu_diff.mean == pytest.approx((5000 + 5000 + 6800) / 3) and cpu_warnings(u) == []
-    r_line = tables.checks(evaluate.build(tmp_path / "run"))
+    r_line = sentences.checks(evaluate.build(tmp_path / "run"))
     assert ("CPU cross-check: the CPU-time diff is near the latency diff (in some pair within 2 /proc ticks per "
             "process plus max(1.5 us, 10%)) for 1 of 1 servers (CPU diff column)") in r_line
 
@@ -250,7 +250,7 @@ def test_a_quiet_machine_passes_the_busy_check_and_the_load_at_the_start_is_not_
     old = evaluate.build(make_paired_run(tmp_path / "b", {"undertow": [(20_000, 27_000)] * 3},
                                          env={"load_average_start": [3.0, 2.0, 1.0]}))
     assert not [x for x in texts(old.warnings) if "busy" in x]
-    assert not [x for x in tables.checks(old) if x.startswith("busy machine")]
+    assert not [x for x in sentences.checks(old) if x.startswith("busy machine")]
 
 
 def write_stat(proc, pid, comm, ppid, utime, stime, cutime, cstime):

@@ -181,14 +181,14 @@ def _control_run(tmp_path, server_ns: int):
 
 def test_a_controls_interval_is_held_against_its_known_diff(tmp_path):
     from latency_diff.analysis import evaluate
-    from latency_diff.analysis.export import tables
+    from latency_diff.analysis.export import sentences
     # Diffs of 2,000 ns in every pair: the row is 2.00 us, the fixed width ±0.50; its truth 2,000 + (2,015 - 2,000).
     r = evaluate.build(_control_run(tmp_path / "a", 22_000))
     s = r.server("control-spin")
     assert s.truth == {"ns": 2015.0, "pairs": 3, "modes": ["fixed"], "held": True}
     assert ("control control-spin: known diff 2.02 us (its processes' own clock, 3 pairs, modes fixed), measured "
-            "2.00 us [1.50, 2.50]: holds it, as it must") in tables.checks(r)
+            "2.00 us [1.50, 2.50]: holds it, as it must") in sentences.checks(r)
     # A control measured at 7.00 us [6.50, 7.50] does not hold its 2.02: said.
     r = evaluate.build(_control_run(tmp_path / "b", 27_000))
     assert r.server("control-spin").truth["held"] is False
-    assert any(c.endswith("does NOT hold it") for c in tables.checks(r))
+    assert any(c.endswith("does NOT hold it") for c in sentences.checks(r))

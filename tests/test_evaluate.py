@@ -9,7 +9,7 @@ import pytest
 from runs import SEGMENT, make_paired_run
 
 from latency_diff.analysis import analyze, evaluate
-from latency_diff.analysis.export import tables, terminal
+from latency_diff.analysis.export import sentences, tables, terminal
 
 T2 = 4.302653  # Student t, 97.5%, 2 degrees of freedom
 T4 = 2.776445  # ... 4 degrees of freedom
@@ -62,7 +62,7 @@ def test_a_machine_that_runs_slower_for_a_while_does_not_move_the_scaled_diff(tm
     assert u.diff.half_width == pytest.approx(500.0)
     assert r.host_speed == {"client": "lean", "pairs": 3, "low_ns": 18_000.0, "ref_ns": 20_000.0, "high_ns": 22_000.0,
                             "rel_sd": pytest.approx(0.1)}
-    assert tables.host_speed_line(r) == ("Host speed: the dummy's round trip over the run's 3 pairs ranged 18.00 to "
+    assert sentences.host_speed_line(r) == ("Host speed: the dummy's round trip over the run's 3 pairs ranged 18.00 to "
                                          "22.00 us (sd 10.0%); every row is a ratio to its own pair's dummy, shown in "
                                          "us at the median, 20.00 us. Compare other runs and hosts by ratio.")
     assert u.target_met is True
@@ -70,7 +70,7 @@ def test_a_machine_that_runs_slower_for_a_while_does_not_move_the_scaled_diff(tm
     assert c.unscaled_diff.half_width == pytest.approx(T2 * 700 / 3 ** 0.5, abs=0.01)
     # The run's scaling line: all of the between-pair variance removed.
     assert r.scaling.servers == 1 and r.scaling.removed == pytest.approx(1.0) and r.scaling.median_sd_ratio == 0.0
-    assert any("removed 100% of the between-pair variance" in c for c in tables.checks(r))
+    assert any("removed 100% of the between-pair variance" in c for c in sentences.checks(r))
     assert u.scaling_agrees is True
 
 
@@ -131,7 +131,7 @@ def test_the_floor_over_the_dummy_must_hold_steady(tmp_path):
     # Ratios 0.9, 0.9, 0.9: steady. Then 0.9, 0.95, 0.85: sd 0.05 over a mean of 0.9, 5.6% > 1%: flagged.
     steady = make_paired_run(tmp_path / "a", {"floor": [(20_000, 18_000)] * 3})
     r = evaluate.build(steady)
-    assert "floor over dummy: ratio 0.900, relative sd 0.0% over 3 pairs: steady, as it must be" in tables.checks(r)
+    assert "floor over dummy: ratio 0.900, relative sd 0.0% over 3 pairs: steady, as it must be" in sentences.checks(r)
     moving = make_paired_run(tmp_path / "b", {"floor": [(20_000, 18_000), (20_000, 19_000), (20_000, 17_000)]})
     (w,) = [w for w in texts(evaluate.build(moving).warnings) if "floor" in w]
     assert w.startswith("the floor's round trip over the dummy's varies from pair to pair (ratio 0.900, relative sd "
@@ -370,7 +370,7 @@ def test_head_to_head_measures_b_against_a_and_each_against_the_dummy(tmp_path):
     assert rows == [["B - A (b - a)", "3.00", "[2.50, 3.50]", "1.060", "3", "B slower"],
                     ["A - dummy (a)", "5.00", "[4.50, 5.50]", "1.111", "3", "-"],
                     ["B - dummy (b)", "8.00", "[7.54, 8.46]", "-", "-", "-"]]
-    assert "process pairs against a," in tables.headline(r)
+    assert "process pairs against a," in sentences.headline(r)
 
 
 def test_head_to_head_within_noise_is_not_significant(tmp_path):
@@ -409,7 +409,7 @@ def test_an_outlier_is_a_finding_listed_apart_from_the_warnings(tmp_path):
     r = evaluate.build(make_paired_run(tmp_path, {"jetty": pairs}))
     line = ("jetty: process pair 7 is an outlier (27.00 us against a median of 7.00 us over 7 pairs): one JVM compiled "
             "or laid out differently, or the machine changed; its pair is kept, so the interval shows it")
-    assert line in tables.findings(r) and line not in tables.all_warnings(r)
+    assert line in sentences.findings(r) and line not in sentences.all_warnings(r)
     report = markdown.render(r)
     assert report.count(line) == 1 and report.index("## Findings") < report.index(line) < report.index("## Setup")
     summary = json.loads(summary_json.render(r))
@@ -426,7 +426,7 @@ def test_the_readmes_run_warns_only_where_a_reader_should_act():
     root = Path(__file__).resolve().parent.parent
     run = re.search(r"<!-- results: (results/\S+) (?:main|brief) -->", (root / "README.md").read_text()).group(1)
     r = evaluate.build(root / run)
-    warnings, found = tables.all_warnings(r), tables.findings(r)
+    warnings, found = sentences.all_warnings(r), sentences.findings(r)
     actions = ("give it more --budget", "use more --warmup", "compare such servers at several run lengths",
                "compare it by ratio within this run")
     assert warnings and all(any(a in w for a in actions) for w in warnings), warnings
@@ -476,7 +476,7 @@ def test_a_smoke_run_says_on_every_output_that_it_is_not_for_comparing(tmp_path,
 def test_a_warning_that_several_servers_share_is_one_line(tmp_path):
     run = make_paired_run(tmp_path, {"undertow": [(20_000, 27_000)], "jetty": [(20_000, 40_000)],
                                      "vertx": [(20_000, 21_000), (20_000, 28_000), (20_000, 24_000)]})
-    lines = [w for w in tables.all_warnings(evaluate.build(run)) if "process pair" in w or "precision target" in w]
+    lines = [w for w in sentences.all_warnings(evaluate.build(run)) if "process pair" in w or "precision target" in w]
     # Grouped by kind (too few pairs first), then in the table's order.
     assert lines == ["2 servers (undertow, jetty): only 1 process pair: no interval; use the default profile or "
                      "--min-pairs 3", lines[1]]

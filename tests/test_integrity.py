@@ -11,7 +11,7 @@ from runs import make_paired_run, resolve
 
 from latency_diff import rundir, settings
 from latency_diff.analysis import evaluate
-from latency_diff.analysis.export import summary_json, tables, terminal
+from latency_diff.analysis.export import sentences, summary_json, tables, terminal
 from latency_diff.records import BlockRecord, PairRecord
 from latency_diff.settings import RunError
 
@@ -84,7 +84,7 @@ def test_the_report_shows_what_the_run_left_out(tmp_path):
     reason = "helidon left out: HTTP/1.1 servers, which --client ab cannot measure (it speaks HTTP/1.0); measure ..."
     run = make_paired_run(tmp_path, {"undertow": PAIRS3}, settings={"left_out": ["helidon"], "left_out_reason": reason})
     r = evaluate.build(run)
-    assert tables.all_warnings(r)[0] == reason
+    assert sentences.all_warnings(r)[0] == reason
     assert f"Warnings:\n  {reason}\n" in terminal.render(r)
     assert json.loads(summary_json.render(r))["warnings"][0] == reason
 
@@ -258,7 +258,7 @@ def test_a_row_measured_by_another_client_than_the_headline_is_marked(tmp_path):
     # jetty's ab diffs: 10,100, 10,600, 9,600 at ab's reference 30,000 -> 10.10 us; undertow's lean diff 7.00 us.
     assert diffs["jetty"] == "10.10 (ab)" and diffs["undertow"] == "7.00"
     # Its reference is ab's 30,000 ns (every ab pair's dummy), the run's the lean pairs' 20,000: said with both.
-    assert tables.legend(r).startswith("(ab) after a diff: the lean client measured none of that server's pairs, so "
+    assert sentences.legend(r).startswith("(ab) after a diff: the lean client measured none of that server's pairs, so "
                                        "its diff (and its ratio and unscaled diff) is the named client's, at that "
                                        "client's reference round trip (ab's 30.00 us, not the run's 20.00 us): "
                                        "compare it with the other rows' lean diffs only loosely. diff: ")
@@ -267,7 +267,7 @@ def test_a_row_measured_by_another_client_than_the_headline_is_marked(tmp_path):
     assert rows_json["jetty"]["primary"] == "ab" and rows_json["undertow"]["primary"] == "lean"
     # Without such a row, no mark and no sentence.
     plain = evaluate.build(make_paired_run(tmp_path / "plain", {"undertow": PAIRS3}))
-    assert not tables.legend(plain).startswith("(") and "(lean)" not in str(tables.main_table(plain)[1])
+    assert not sentences.legend(plain).startswith("(") and "(lean)" not in str(tables.main_table(plain)[1])
 
 
 

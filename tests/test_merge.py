@@ -35,7 +35,7 @@ import pytest
 from runs import make_paired_run
 
 from latency_diff.analysis import analyze, evaluate, merge
-from latency_diff.analysis.export import tables
+from latency_diff.analysis.export import sentences, tables
 
 NO_TARGET = {"precision_floor_us": 0, "precision_pct": 0}
 PARTS = [["a"], ["b"], ["c", "d"]]
@@ -96,9 +96,9 @@ def test_one_table_by_ratio_at_the_median_reference(tmp_path):
         ["c", "3", "9.00 ≈", "[8.40, 9.60]", "1.600", "3"],
         ["d", "3", "9.60", "[8.99, 10.21]", "1.640", "3"],
         ["jetty", "all", "19.50", "[18.62, 20.38]", "2.300", "9"]]
-    assert tables.headline(r).startswith("latency-diff run merged-test (complete, merged from 3 shard(s) of 3: s1, "
+    assert sentences.headline(r).startswith("latency-diff run merged-test (complete, merged from 3 shard(s) of 3: s1, "
                                          "s2, s3): ")
-    line = tables.host_speed_line(r)
+    line = sentences.host_speed_line(r)
     assert line.startswith("Reference: every row is a ratio to its own pair's dummy, shown in us at 15.00 us, the "
                            "median of the shards' reference round trips (10.00, 15.00, 30.00 us; ")
     assert "Hosts' spread: 1.6% of a ratio" in line and "from the anchors undertow, jetty" in line
@@ -152,7 +152,7 @@ def test_without_anchors_the_spread_is_unknown_and_said_so(tmp_path):
     # c - b across shards, with nothing of the hosts: +-0.0354 < 0.08, apart
     assert [(s.name, s.differs_from_previous) for s in r.ranked if not s.baseline] == [
         ("a", None), ("b", False), ("c", True), ("d", True)]
-    assert tables.all_warnings(r)[0].startswith("the hosts' spread is not known: no anchor was measured on two or "
+    assert sentences.all_warnings(r)[0].startswith("the hosts' spread is not known: no anchor was measured on two or "
                                                 "more of the 3 shards")
 
 

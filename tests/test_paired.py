@@ -309,3 +309,26 @@ def test_profiles_name_every_setting():
             "profile_requests"}
     assert all(set(p) - {"client"} == keys for p in PROFILES.values())
     assert all(p["segment"] % (2 * p["run_length"]) == 0 for p in PROFILES.values())
+
+
+@pytest.mark.slow
+def test_the_time_left_at_most_bound_held_at_every_point_of_every_committed_runs_timeline():
+    """Each counted pair logs the time left as "~X (at most Y)" (driver._report). Y is a bound by construction (every
+    running server's remaining budget and what it may still borrow, one pair each): at every recorded point, the
+    run's last pair ended within Y. Measured on the committed runs (29 November): 22 runs, 1,053 points, none over."""
+    import json
+    import lzma
+
+    from latency_diff import KIT_ROOT
+    timelines = []
+    for logs in sorted((KIT_ROOT / "results").rglob("logs.jsonl.xz")):
+        lines = [json.loads(x) for x in lzma.decompress(logs.read_bytes()).splitlines()]
+        points = [json.loads(x["text"]) for x in lines if x["kind"] == "progress"]
+        if points:
+            timelines.append((logs.parent.relative_to(KIT_ROOT), points))
+    assert len(timelines) >= 10
+    over = []
+    for run, points in timelines:
+        end = max(p["elapsed_s"] for p in points)
+        over += [(str(run), p) for p in points if p["at_most_s"] is not None and p["elapsed_s"] + p["at_most_s"] < end]
+    assert over == []

@@ -14,7 +14,7 @@ from runs import make_paired_run, resolve
 
 from latency_diff import settings, shard
 from latency_diff.analysis import evaluate
-from latency_diff.analysis.export import tables
+from latency_diff.analysis.export import sentences
 from latency_diff.catalog import select
 from latency_diff.servers import Server, Variant, discover
 from latency_diff.settings import RunError
@@ -172,9 +172,9 @@ def test_a_shards_report_says_which_shard_it_is(tmp_path):
     run = make_paired_run(tmp_path, {"undertow": [(10_000, 12_000)] * 3, "b": [(10_000, 15_000)] * 3},
                           settings={"shard": plan})
     r = evaluate.build(run)
-    assert tables.headline(r).startswith("latency-diff run test (complete in 1.5 min, shard 2 of 3): ")
+    assert sentences.headline(r).startswith("latency-diff run test (complete in 1.5 min, shard 2 of 3): ")
     whole = evaluate.build(make_paired_run(tmp_path / "whole", {"b": [(10_000, 15_000)] * 3}))
-    assert "shard" not in tables.headline(whole)
+    assert "shard" not in sentences.headline(whole)
 
 
 def test_the_cost_table_is_the_median_of_the_committed_runs_of_every_server(tmp_path):

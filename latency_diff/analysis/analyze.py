@@ -50,7 +50,7 @@ from pathlib import Path
 from .. import envinfo, gate, prior, stats
 from ..stats import Summary
 from . import evaluate, export
-from .export import html, tables, terminal
+from .export import html, sentences, tables, terminal
 from .model import ClientResult, RunResult, ServerResult
 
 #: Settings that do not change what is measured (where files go, which port, where a value came from): compare
@@ -313,7 +313,7 @@ def main_compare(argv: list[str]) -> int:
         return 1
     changes: list = []
     t, notes = compare(a, b, changes)
-    print(f"A: {tables.headline(a)}\nB: {tables.headline(b)}\n")
+    print(f"A: {sentences.headline(a)}\nB: {sentences.headline(b)}\n")
     print(tables.render_text(t) if t[1] else "(no server to compare)")
     print(f"\n{COMPARE_EXPLANATION}")
     notes += agreement(a, b)

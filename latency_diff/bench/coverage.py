@@ -24,7 +24,7 @@ import math
 import statistics
 from pathlib import Path
 
-from ..analysis.export import tables
+from ..analysis.export import sentences, tables
 from ..analysis.model import RunResult
 from . import common
 
@@ -249,7 +249,7 @@ def report(out: Path, built: list[tuple[Path, RunResult]], planned: int | None =
         parts.append("Left out (not complete): " + ", ".join(
             f"{_rel(d, out)} ({r.status}: {r.reason or 'no reason recorded'})" for d, r in left_out))
     if used:
-        parts.append(f"First run: {tables.headline(used[0][1])}")
+        parts.append(f"First run: {sentences.headline(used[0][1])}")
     print(tables.render_text(table(cov)) + "\n" + "\n".join(lines))
     data = {**cov, "targets": {"overall": TARGET_OVERALL, "met_wide": TARGET_MET_WIDE,
                                "met_wide_server": TARGET_MET_WIDE_SERVER, "met_all": TARGET_MET_ALL,

@@ -16,7 +16,7 @@ import subprocess
 
 from .. import KIT_ROOT
 from ..analysis import merge
-from ..analysis.export import tables
+from ..analysis.export import sentences, tables
 from ..analysis.model import RunResult, ServerResult
 from . import common, matrix
 
@@ -91,8 +91,8 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
         f"- Minutes: the whole run {whole_minutes:.1f}; the shards " + ", ".join(f"{m:.1f}" for m in shard_minutes)
         + f" (together {sum(shard_minutes):.1f}). On {args.shards} machines at once the matrix takes its longest "
         f"shard, {longest:.1f} min: {longest / whole_minutes:.0%} of the whole run's time.",
-        f"- Whole run: {tables.headline(whole)}",
-        f"- Merged: {tables.headline(merged)}",
+        f"- Whole run: {sentences.headline(whole)}",
+        f"- Merged: {sentences.headline(merged)}",
         "- Driver options of every run: " + (" ".join(driver_args) if driver_args else "none (the defaults)") + ".",
     ]
     print("\n".join(lines) + "\n" + tables.render_text(table))

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT, stats
-from ..analysis.export import tables
+from ..analysis.export import sentences, tables
 from ..analysis.model import RunResult
 from . import common
 
@@ -144,6 +144,6 @@ def report(kind: str, out: Path, run_dir: Path, pairs: list[tuple[str, str]]) ->
         plots.changes_plot(measured, f"latency-diff matrix {kind}: each variant against its reference",
                            "change of the diff [us] (95% interval; grey: not significant, red: slower, blue: faster)",
                            out / "matrix.png")
-    common.write(out, "matrix", f"Matrix: {kind}", [f"Run: {tables.headline(r)}", common.md_table(table),
+    common.write(out, "matrix", f"Matrix: {kind}", [f"Run: {sentences.headline(r)}", common.md_table(table),
                                                      "![The changes](matrix.png)"],
                  {"kind": kind, "run": str(run_dir.relative_to(out)), "comparisons": data})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analysis.export import tables
+from ..analysis.export import sentences, tables
 from ..analysis.model import RunResult
 from . import common
 
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
     quiet_dir, quiet_min = common.run_driver(out / "quiet", base_args)
     quiet = common.build(quiet_dir)
     measured, other = quiet.settings.get("server_cpu"), quiet.settings.get("prepare_cpu")
-    parts = [f"Quiet: {tables.headline(quiet)} ({quiet_min:.1f} min)"]
+    parts = [f"Quiet: {sentences.headline(quiet)} ({quiet_min:.1f} min)"]
     data: dict = {"quiet": str(quiet_dir.relative_to(out))}
     passed = True
     for condition in conditions:
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, driver_args: list[str]) -> int:
         verdict = (f"{sum(d['ok'] for d in rows.values())} of {len(rows)} rows agree with the quiet run within their "
                    f"intervals, with intervals at most {MAX_WIDENING}x as wide")
         parts += [f"## {condition} injector (on CPU {cpu}, seed {args.seed})", common.md_table(table), verdict,
-                  f"Run: {tables.headline(result)} ({minutes:.1f} min)"]
+                  f"Run: {sentences.headline(result)} ({minutes:.1f} min)"]
         data[condition] = {"run": str(run_dir.relative_to(out)), "cpu": cpu, "minutes": minutes, "servers": rows,
                            "passed": ok}
         print(f"{condition}:\n{tables.render_text(table)}\n{verdict}\n")

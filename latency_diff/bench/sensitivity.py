@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import prior
-from ..analysis.export import tables
+from ..analysis.export import sentences, tables
 from ..analysis.model import RunResult, ServerResult
 from ..stats import t_quantile
 from . import common
@@ -337,7 +337,7 @@ def report(out: Path, runs: list[tuple[str, str, RunResult]], left_out: list[str
                  + ".")
     if data["left_out"]:
         parts.append("Left out: " + "; ".join(data["left_out"]) + ".")
-    parts.append(f"First run: {tables.headline(runs[0][2])}")
+    parts.append(f"First run: {sentences.headline(runs[0][2])}")
     print(tables.render_text(summary_table(configs)))
     common.write(out, "sensitivity", "Sensitivity: each choice of the method against the default, by ratio", parts,
                  data)

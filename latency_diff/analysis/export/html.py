@@ -12,7 +12,7 @@ import html
 import re
 
 from ..model import RunResult
-from . import tables
+from . import sentences, tables
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
@@ -107,7 +107,7 @@ def render(r: RunResult, svgs: dict[str, str]) -> str:
     parts = [f"<h1>latency-diff run {html.escape(r.run_id)}</h1>",
              f"<p>Status: <strong>{html.escape(r.status)}</strong>"
              + (f" ({html.escape(r.reason)})" if r.reason else "") + "</p>",
-             f"<p class=\"note\">{_inline(tables.headline(r))}</p>"]
+             f"<p class=\"note\">{_inline(sentences.headline(r))}</p>"]
     if r.caveat:
         parts.append(_list([f"**Not for comparing**: {r.caveat}"], "warn"))
     if r.ranked:
@@ -115,9 +115,9 @@ def render(r: RunResult, svgs: dict[str, str]) -> str:
         parts.append("<p class=\"note\">Click a column's header to sort by it.</p>")
     else:
         parts.append("<p>(no valid server)</p>")
-    parts += [f"<p class=\"note\">{_inline(tables.legend(r))}</p>",
-              f"<p class=\"note\">{_inline(tables.host_speed_line(r) or '')}</p>",
-              _list([f"check: {c}" for c in tables.checks(r)])]
+    parts += [f"<p class=\"note\">{_inline(sentences.legend(r))}</p>",
+              f"<p class=\"note\">{_inline(sentences.host_speed_line(r) or '')}</p>",
+              _list([f"check: {c}" for c in sentences.checks(r)])]
     for name, title in tables.PLOTS.items():
         if svgs.get(name):
             parts.append(f"<h2>{html.escape(title)}</h2><div class=\"plot\">{_svg(svgs[name])}</div>")
@@ -129,21 +129,21 @@ def render(r: RunResult, svgs: dict[str, str]) -> str:
                 for s in r.ranked if s.profile and s.profile["flamegraph"]) + "</p>")
     if r.invalid:
         parts += ["<h2>Invalid servers</h2>", _list([f"**{s.name}**: {s.reason}" for s in r.invalid], "warn")]
-    warnings = tables.all_warnings(r)
+    warnings = sentences.all_warnings(r)
     if warnings:
         parts += ["<h2>Warnings</h2>", _list(warnings, "warn")]
-    found = tables.findings(r)
+    found = sentences.findings(r)
     if found:
-        parts += ["<h2>Findings</h2>", f"<p class=\"note\">{_inline(tables.FINDINGS_TEXT)}</p>", _list(found)]
-    parts += ["<h2>Set-up and environment</h2>", _list(tables.setup_lines(r)),
-              "<h2>Servers</h2>", _list(tables.server_lines(r))]
+        parts += ["<h2>Findings</h2>", f"<p class=\"note\">{_inline(sentences.FINDINGS_TEXT)}</p>", _list(found)]
+    parts += ["<h2>Set-up and environment</h2>", _list(sentences.setup_lines(r)),
+              "<h2>Servers</h2>", _list(sentences.server_lines(r))]
     return _page(f"latency-diff run {r.run_id}", parts)
 
 
 def compare_html(a: RunResult, b: RunResult, t: tables.Table, notes: list[str], explanation: str) -> str:
     """The page of `analyze.py compare --html`: both runs' headlines, the change table and the notes."""
     parts = [f"<h1>latency-diff: {html.escape(a.run_id)} against {html.escape(b.run_id)}</h1>",
-             _list([f"A: {tables.headline(a)}", f"B: {tables.headline(b)}"]),
+             _list([f"A: {sentences.headline(a)}", f"B: {sentences.headline(b)}"]),
              table_html(t, "sortable main") if t[1] else "<p>(no server to compare)</p>",
              f"<p class=\"note\">{_inline(explanation)}</p>"]
     if notes:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ... import KIT_ROOT
 from .. import evaluate
-from . import tables
+from . import sentences, tables
 
 BLOCK = re.compile(r"(<!-- results: (?P<run>[^ ]+)(?: (?P<mode>main|full|brief))? -->\n)(?P<body>.*?)"
                    r"(<!-- /results -->)", re.S)
@@ -33,11 +33,11 @@ def render(run_dir: Path, mode: str | None = None, root: Path = KIT_ROOT) -> str
     if mode == "brief":
         return _brief(r, run_dir, root)
     table = tables.render_md(tables.main_table(r, compact=mode == "main"))
-    lines = [f"*{tables.headline(r)}*", "", table, ""]
-    if tables.host_speed_line(r):
-        lines += [tables.host_speed_line(r), ""]
+    lines = [f"*{sentences.headline(r)}*", "", table, ""]
+    if sentences.host_speed_line(r):
+        lines += [sentences.host_speed_line(r), ""]
     if mode in ("main", "full"):
-        lines += [tables.pinning_sentence(r), ""] + [f"- check: {c}" for c in tables.checks(r)] + [""]
+        lines += [sentences.pinning_sentence(r), ""] + [f"- check: {c}" for c in sentences.checks(r)] + [""]
         rel = run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir
         if (run_dir / "diffs.png").is_file():
             lines += [f"![{tables.PLOTS['diffs']}]({rel}/diffs.png)", ""]
@@ -59,13 +59,14 @@ def _brief(r, run_dir: Path, root: Path) -> str:
     """The README's view: the short table, the host's speed, the method's checks that failed (none, as a rule), the
     run's warnings and findings counted, and links to the plot and the whole report."""
     rel = run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir
-    lines = [f"*{tables.headline(r)}*", "", tables.render_md(tables.brief_table(r)), ""]
-    if tables.host_speed_line(r):
-        lines += [tables.host_speed_line(r), ""]
-    controls = [c for c in tables.checks(r) if c.startswith("control ")]
+    lines = [f"*{sentences.headline(r)}*", "", tables.render_md(tables.brief_table(r)), ""]
+    if sentences.host_speed_line(r):
+        lines += [sentences.host_speed_line(r), ""]
+    controls = [c for c in sentences.checks(r) if c.startswith("control ")]
     lines += [f"- check: {c}" for c in controls]
     warned = [s.name for s in r.ranked if s.warnings]
-    lines += [f"- † {len(warned)} rows carry {len(tables.all_warnings(r))} warning(s) and {len(tables.findings(r))} "
+    n_warnings, n_findings = len(sentences.all_warnings(r)), len(sentences.findings(r))
+    lines += [f"- † {len(warned)} rows carry {n_warnings} warning(s) and {n_findings} "
               f"finding(s); the [report]({rel}/report.md) lists them with every other table.", ""]
     if (run_dir / "diffs.png").is_file():
         lines += [f"![{tables.PLOTS['diffs']}]({rel}/diffs.png)", ""]

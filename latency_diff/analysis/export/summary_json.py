@@ -14,7 +14,7 @@ from ...paired import PairEstimate
 from ...stats import Summary
 from ..model import Pair, RunResult
 from ..warnings import RunWarning
-from . import tables
+from . import sentences
 
 SUMMARY_FORMAT = "latency-diff/summary/4"
 
@@ -64,8 +64,8 @@ def render(r: RunResult) -> str:
             "settings": r.settings, "clients": list(r.clients), "primary_client": r.primary, "caveat": r.caveat,
             "ref_ns": r.ref, "host_speed": r.host_speed, "scaling": to_json(r.scaling),
             "measure_share": r.measure_share,
-            "checks": tables.checks(r), "warnings": tables.all_warnings(r),
-            "findings": tables.findings(r), "env": r.env, **({"merge": r.merge} if r.merge else {}),
+            "checks": sentences.checks(r), "warnings": sentences.all_warnings(r),
+            "findings": sentences.findings(r), "env": r.env, **({"merge": r.merge} if r.merge else {}),
             "servers": servers}
     return dumps(data)
 
