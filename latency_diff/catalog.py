@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             if problems:
                 raise ServerError("the Maven reactor is out of date:\n  " + "\n  ".join(problems))
     except ServerError as e:
-        print(f"servers: {e}", file=sys.stderr)
+        print(f"catalog: {e}", file=sys.stderr)
         return 1
     return 0
 

@@ -95,13 +95,13 @@ class Lanes:
         return self.prepare_times if self.ahead else None
 
     def in_background(self, fn: Callable[[], None]) -> bool:
-        """Runs fn on the reaper, or not at all when there is none or the run is stopping; whether it did."""
+        """Hands fn to the reaper; False, with fn not run, when there is none or the run is stopping."""
         if self.reaper is None or self.ctx.stopping.is_set():
             return False
         self.reaper.submit(fn)
         return True
 
-    def shutdown(self, reaper: bool = True) -> None:
-        if reaper and self.reaper is not None:
+    def shutdown(self) -> None:
+        if self.reaper is not None:
             self.reaper.shutdown(wait=True)
         self.prepare.shutdown()
